@@ -1,0 +1,176 @@
+"""``evalrun run FILE`` (also plain ``evalrun FILE``), ``evalrun validate`` and ``evalrun schema``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from evalrun.results.models import CaseResult
+from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.selection import parse_shard
+from evalrun.spec.loader import EvalFileError, eval_json_schema, load_eval
+from evalrun.targets import ConfigError, StoreOptions
+
+_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
+
+
+def _fail(message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    return typer.Exit(ExitCode.USAGE)
+
+
+def run(
+    file: Path = typer.Argument(..., help="The eval file (YAML or JSON)."),
+    target: Optional[str] = typer.Option(None, "--target", "-t", help="Target that answers the cases (overrides the file)."),
+    judge: Optional[str] = typer.Option(None, "--judge", help="Target the graders' judge calls go to (default: the file's judge, else the target)."),
+    targets: Optional[Path] = typer.Option(None, "--targets", help="targets.yaml to use (default: beside the eval file, then .evalrun/targets.yaml upward)."),
+    workers: int = typer.Option(4, "--workers", "-w", min=1, help="Cases in flight at once."),
+    filter_: list[str] = typer.Option([], "--filter", "-f", help="Only case ids matching this glob (repeatable)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run bundle folder (default: .evalrun/runs/<time>-<eval>)."),
+    repeat: int = typer.Option(1, "--repeat", min=1, help="Grade each case N times."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Fail (exit 1) when the suite's mean score is below this."),
+    max_errors: int = typer.Option(0, "--max-errors", min=0, help="Errors and unscored cases tolerated before exit 3."),
+    shard: Optional[str] = typer.Option(None, "--shard", help="Run only slice i of n (e.g. 2/4), chosen by a stable hash of the case id."),
+    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run bundle in this folder, skipping finished cases."),
+    rerun_failed: Optional[Path] = typer.Option(None, "--rerun-failed", help="Run only the cases that failed or errored in this run bundle."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
+    cache_dir: Path = typer.Option(Path(".evalrun/cache"), "--cache-dir", help="Where the response cache lives."),
+    record: Optional[Path] = typer.Option(None, "--record", help="Write every target and judge call to this cassette (JSONL)."),
+    replay: Optional[Path] = typer.Option(None, "--replay", help="Serve every call from this cassette; fail on a miss."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table; just the exit code and bundle path."),
+) -> None:
+    """Run an eval file: answer each case, grade it, write the run bundle."""
+    from evalrun.runner.runner import EvalRun
+
+    try:
+        loaded = load_eval(file)
+        if resume is not None and not resume.is_dir():
+            raise ConfigError(f"--resume: no run bundle at {resume}")
+        only_ids = None
+        if rerun_failed is not None:
+            from evalrun.results.bundle import read_results
+            from evalrun.runner.selection import failed_ids
+
+            if not rerun_failed.is_dir():
+                raise ConfigError(f"--rerun-failed: no run bundle at {rerun_failed}")
+            only_ids = failed_ids(read_results(rerun_failed))
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        options = RunOptions(
+            out=resume or out or Path(".evalrun/runs") / f"{stamp}-{loaded.name}",
+            target=target,
+            judge=judge,
+            targets_file=targets,
+            workers=workers,
+            filters=filter_,
+            repeat=repeat,
+            threshold=threshold,
+            max_errors=max_errors,
+            shard=parse_shard(shard) if shard else None,
+            resume=resume is not None,
+            only_ids=only_ids,
+            stores=StoreOptions(
+                cache_dir=None if no_cache or replay else cache_dir,
+                record=record,
+                replay=replay,
+            ),
+            quiet=quiet,
+        )
+        if replay is not None and not replay.is_file():
+            raise ConfigError(f"--replay: no cassette at {replay}")
+        run_ = EvalRun(loaded, options)
+    except (EvalFileError, ConfigError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if not run_.cases:
+        raise _fail("no test case matches the --filter/--shard selection")
+    outcome = asyncio.run(run_.run())
+    _write_reports(options)
+    if not quiet:
+        _print_table(outcome.cases, outcome.summary, options.out)
+    else:
+        print(options.out)
+    raise typer.Exit(outcome.exit_code)
+
+
+def _write_reports(options: RunOptions) -> None:
+    try:
+        from evalrun.reporters import write_reports
+    except ImportError:
+        return
+    write_reports(options.out, options.report_formats)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        from evalrun.reporters import github_actions
+
+        github_actions(options.out)
+
+
+def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
+    console = Console()
+    grader_names = list(dict.fromkeys(g.name for c in cases for g in c.graders))
+    table = Table(title=summary.get("description") or summary.get("eval"), title_justify="left")
+    table.add_column("case")
+    if any(c.repeat for c in cases):
+        table.add_column("rep", justify="right")
+    table.add_column("status")
+    table.add_column("score", justify="right")
+    for name in grader_names:
+        table.add_column(name, justify="right")
+    repeats = any(c.repeat for c in cases)
+    for case in sorted(cases, key=lambda c: (c.id, c.repeat)):
+        by_name = {g.name: g for g in case.graders}
+        cells = [case.id]
+        if repeats:
+            cells.append(str(case.repeat))
+        cells.append(f"[{_STYLE[case.status]}]{case.status}[/]")
+        cells.append("-" if case.score is None else f"{case.score:.3f}")
+        for name in grader_names:
+            g = by_name.get(name)
+            cells.append("" if g is None else (g.status if g.score is None else f"{g.score:.3f}"))
+        table.add_row(*cells)
+    console.print(table)
+    counts = summary.get("counts", {})
+    mean = summary.get("mean_score")
+    parts = [f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "error", "unscored") if counts.get(k)]
+    line = f"{counts.get('total', len(cases))} cases: " + ", ".join(parts)
+    if mean is not None:
+        line += f" · mean score {mean:.3f}"
+    if summary.get("interrupted"):
+        line += " · [bold yellow]interrupted (incomplete)[/]"
+    console.print(line, highlight=False)
+    console.print(f"run bundle: {out}", highlight=False)
+
+
+def validate(files: list[Path] = typer.Argument(..., help="Eval files to check.")) -> None:
+    """Check eval files without running anything (exit 2 on the first invalid one)."""
+    bad = False
+    for file in files:
+        try:
+            loaded = load_eval(file)
+        except EvalFileError as exc:
+            Console(stderr=True).print(str(exc), highlight=False, markup=False)
+            bad = True
+            continue
+        graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
+        print(f"{file}: ok ({len(loaded.tests)} tests, {graders} graders)")
+    if bad:
+        raise typer.Exit(ExitCode.USAGE)
+
+
+def schema() -> None:
+    """Print the JSON Schema of eval files (for editor validation)."""
+    json.dump(eval_json_schema(), sys.stdout, indent=2)
+    print()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("validate")(validate)
+    app.command("schema")(schema)

@@ -1,0 +1,37 @@
+"""The environment a grader gets: the parent's, minus credentials, plus the proxy variables."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterable, Mapping
+
+#: Variable-name patterns that look like credentials (matched case-insensitively).
+SECRET_PATTERNS = ("*API_KEY*", "*_TOKEN", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*", "*_KEY")
+
+
+def looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(fnmatch.fnmatchcase(upper, p) for p in SECRET_PATTERNS)
+
+
+def grader_environment(
+    *,
+    secret_names: Iterable[str],
+    allow: Iterable[str] = (),
+    proxy_url: str | None = None,
+    proxy_token: str | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    base = os.environ if base is None else base
+    allowed = set(allow)
+    secrets = set(secret_names)
+    env = {
+        name: value
+        for name, value in base.items()
+        if name in allowed or (name not in secrets and not looks_secret(name))
+    }
+    if proxy_url and proxy_token:
+        env["AGENTV_TARGET_PROXY_URL"] = env["EVALRUN_PROXY_URL"] = proxy_url
+        env["AGENTV_TARGET_PROXY_TOKEN"] = env["EVALRUN_PROXY_TOKEN"] = proxy_token
+    return env

@@ -1,0 +1,118 @@
+"""Run one grader for one case: deterministic graders in-process, script graders as a child
+process holding a proxy grant that dies with it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalrun.launcher.deterministic import run_deterministic
+from evalrun.launcher.environment import grader_environment
+from evalrun.launcher.payload import build_payload
+from evalrun.launcher.process import run_process
+from evalrun.launcher.protocol import interpret
+from evalrun.results.models import GraderResult, ProxyUsage
+from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
+
+#: ``type:`` sugar for the graders shipped in the ``graders`` package.
+BUILTIN_MODULES = {
+    "contextual-precision": "graders.contextual_precision",
+    "contextual-recall": "graders.contextual_recall",
+    "quality": "graders.quality",
+    "pattern": "graders.pattern",
+    "prompt-quality": "graders.prompt_quality",
+}
+
+
+@dataclass
+class LaunchContext:
+    eval_dir: Path
+    judge: str | None
+    secret_names: set[str] = field(default_factory=set)
+    #: Starts the judge proxy on first use and returns it (``proxy.JudgeProxy``).
+    proxy: Callable[[], Awaitable[Any]] | None = None
+
+
+@dataclass
+class GraderRun:
+    result: GraderResult
+    judge_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def grader_argv(spec: GraderSpec) -> list[str]:
+    if spec.type in BUILTIN_MODULES:
+        return [sys.executable, "-m", BUILTIN_MODULES[spec.type]]
+    return spec.argv
+
+
+def needs_judge(spec: GraderSpec) -> bool:
+    return spec.access is not None or spec.type in BUILTIN_MODULES
+
+
+async def run_grader(
+    spec: GraderSpec,
+    case: TestCase,
+    output: str | None,
+    ctx: LaunchContext,
+    attempt: int = 0,
+) -> GraderRun:
+    if spec.type in DETERMINISTIC_TYPES:
+        return GraderRun(run_deterministic(spec, output))
+    access = spec.access
+    if access is None and spec.type in BUILTIN_MODULES:
+        spec = spec.model_copy(update={"target": True})
+        access = spec.access
+    payload = json.dumps(build_payload(case, spec, output, attempt), ensure_ascii=False).encode()
+    cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
+    grant = None
+    proxy = None
+    if access is not None and ctx.proxy is not None and ctx.judge is not None:
+        proxy = await ctx.proxy()
+        grant = proxy.grant(
+            default_target=ctx.judge,
+            max_calls=access.max_calls,
+            allowed=None if access.allow is None else [ctx.judge, *access.allow],
+            grader=spec.name,
+            case_id=case.id,
+        )
+    env = grader_environment(
+        secret_names=ctx.secret_names,
+        allow=spec.env,
+        proxy_url=proxy.url if proxy else None,
+        proxy_token=grant.token if grant else None,
+    )
+    try:
+        outcome = await run_process(
+            _resolve_argv(grader_argv(spec), ctx.eval_dir),
+            payload,
+            cwd=cwd,
+            env=env,
+            timeout=spec.timeout,
+        )
+    finally:
+        if grant is not None and proxy is not None:
+            proxy.revoke(grant)
+    result = interpret(
+        outcome, name=spec.name or spec.type, threshold=spec.threshold, weight=spec.weight
+    )
+    calls: list[dict[str, Any]] = []
+    if grant is not None:
+        result.proxy = ProxyUsage(**grant.usage())
+        calls = list(grant.records)
+    return GraderRun(result, calls)
+
+
+def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:
+    """Relative paths in argv resolve from the eval file's folder."""
+    out = []
+    for part in argv:
+        candidate = eval_dir / part
+        if ("/" in part or part.startswith(".")) and not Path(part).is_absolute() and candidate.exists():
+            out.append(str(candidate.resolve()))
+        else:
+            out.append(part)
+    return out

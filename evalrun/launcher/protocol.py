@@ -1,0 +1,183 @@
+"""Turn a finished grader process into a ``GraderResult`` by the rules of DESIGN.md 4.
+
+exit 0 + JSON object  -> graded          exit 0 + plain text -> pass, score 1
+exit 3                -> unscored        non-zero + text, empty stderr -> fail, score 0
+anything else (stderr on failure, timeout, crash, bad output) -> error
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+from typing import Any
+
+from evalrun.launcher.process import ProcessOutcome
+from evalrun.results.models import GraderResult
+
+ABSTAIN_EXIT = 3
+
+
+class OutputError(ValueError):
+    """The grader's JSON does not follow the output contract."""
+
+
+def interpret(outcome: ProcessOutcome, *, name: str, threshold: float, weight: float) -> GraderResult:
+    base = GraderResult(
+        name=name,
+        status="error",
+        weight=weight,
+        threshold=threshold,
+        duration_ms=round(outcome.duration_ms, 1),
+        exit_code=outcome.exit_code,
+        stderr_tail=outcome.stderr_tail,
+    )
+    if outcome.spawn_error:
+        base.reason = outcome.spawn_error
+        return base
+    if outcome.timed_out:
+        base.reason = "grader timed out and was killed"
+        return base
+    if outcome.overflowed:
+        base.reason = "grader printed more than the stdout limit and was killed"
+        return base
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        base.reason = f"grader was killed by signal {_signal_name(-code)}"
+        return base
+    try:
+        text = outcome.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        base.reason = "grader output is not valid UTF-8"
+        return base
+    document = _json_object(text)
+
+    if code == ABSTAIN_EXIT:
+        base.status = "unscored"
+        base.reason = _abstain_reason(document, text, outcome.stderr_tail)
+        if document is not None:
+            base.details = document.get("details")
+        return base
+
+    if code == 0:
+        if document is not None:
+            return _graded(base, document, forced_fail=False)
+        if text.strip().startswith(("{", "[")):
+            base.reason = "grader printed malformed JSON"
+            return base
+        if not text.strip():
+            base.reason = "grader exited 0 but printed nothing"
+            return base
+        base.status, base.score, base.passed, base.reason = "passed", 1.0, True, text.strip()
+        return base
+
+    if not outcome.stderr_tail:
+        if document is not None:
+            return _graded(base, document, forced_fail=True)
+        if text.strip() and not text.strip().startswith(("{", "[")):
+            base.status, base.score, base.passed, base.reason = "failed", 0.0, False, text.strip()
+            return base
+    base.reason = f"grader exited with status {code}" + (
+        f": {outcome.stderr_tail.splitlines()[-1]}" if outcome.stderr_tail else ""
+    )
+    return base
+
+
+def _graded(base: GraderResult, document: dict[str, Any], *, forced_fail: bool) -> GraderResult:
+    try:
+        _apply_output(base, document)
+    except OutputError as exc:
+        base.status = "error"
+        base.reason = f"grader output breaks the contract: {exc}"
+        return base
+    if forced_fail:
+        base.passed = False
+    base.status = "passed" if base.passed else "failed"
+    return base
+
+
+def _apply_output(result: GraderResult, doc: dict[str, Any]) -> None:
+    if doc.get("abstain") is True:
+        raise OutputError("'abstain' is signalled by exit status 3, not by a field")
+    checks = _checks(doc.get("checks", doc.get("assertions")))
+    score = doc.get("score")
+    passed = doc.get("pass", doc.get("passed"))
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+            raise OutputError(f"'score' must be a number, got {score!r}")
+        if not 0.0 <= score <= 1.0:
+            raise OutputError(f"'score' must be between 0 and 1, got {score}")
+        score = float(score)
+    if passed is not None and not isinstance(passed, bool):
+        raise OutputError(f"'pass' must be true or false, got {passed!r}")
+    if score is None:
+        if passed is not None:
+            score = 1.0 if passed else 0.0
+        elif checks:
+            score = sum(c["score"] if "score" in c else float(c["pass"]) for c in checks) / len(checks)
+        else:
+            raise OutputError("needs 'score' (0..1), 'pass' or 'checks'")
+    result.score = score
+    result.passed = passed if passed is not None else score >= result.threshold
+    result.reason = str(doc.get("reason", doc.get("reasoning", "")) or "")
+    result.hits = _strings(doc.get("hits"), "hits")
+    result.misses = _strings(doc.get("misses"), "misses")
+    result.checks = checks
+    result.details = doc.get("details")
+
+
+def _checks(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise OutputError("'checks' must be a list")
+    out = []
+    for item in value:
+        if not isinstance(item, dict):
+            raise OutputError("each check must be an object")
+        passed = item.get("pass", item.get("passed"))
+        if not isinstance(passed, bool):
+            raise OutputError("each check needs 'pass': true or false")
+        check: dict[str, Any] = {"text": str(item.get("text", item.get("name", ""))), "pass": passed}
+        if isinstance(item.get("score"), (int, float)) and not isinstance(item["score"], bool):
+            check["score"] = float(item["score"])
+        if item.get("reason") is not None:
+            check["reason"] = str(item["reason"])
+        out.append(check)
+    return out
+
+
+def _strings(value: Any, key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise OutputError(f"'{key}' must be a list of strings")
+    return [v if isinstance(v, str) else json.dumps(v) for v in value]
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    stripped = text.strip()
+    if not stripped.startswith("{"):
+        return None
+    try:
+        value = json.loads(stripped)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _abstain_reason(document: dict[str, Any] | None, text: str, stderr: str) -> str:
+    if document is not None:
+        reason = document.get("reason", document.get("reasoning"))
+        if reason:
+            return str(reason)
+    if text.strip() and document is None:
+        return text.strip()
+    return stderr.splitlines()[-1] if stderr else "grader abstained"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)

@@ -1,0 +1,72 @@
+"""Case and grader results: plain dataclasses inside, plain JSON in ``results.jsonl``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Status = Literal["passed", "failed", "error", "unscored"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "unscored")
+
+
+@dataclass
+class ProxyUsage:
+    calls: int = 0
+    max_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_calls: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+
+
+@dataclass
+class GraderResult:
+    name: str
+    status: Status
+    score: float | None = None
+    passed: bool | None = None
+    reason: str = ""
+    hits: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    details: Any = None
+    weight: float = 1.0
+    threshold: float = 0.5
+    duration_ms: float = 0.0
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    proxy: ProxyUsage | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraderResult:
+        data = dict(data)
+        proxy = data.pop("proxy", None)
+        known = {f for f in cls.__dataclass_fields__}
+        result = cls(**{k: v for k, v in data.items() if k in known})
+        result.proxy = ProxyUsage(**proxy) if proxy else None
+        return result
+
+
+@dataclass
+class CaseResult:
+    id: str
+    status: Status
+    score: float | None = None
+    graders: list[GraderResult] = field(default_factory=list)
+    output: str | None = None
+    target: str | None = None
+    error: str | None = None
+    repeat: int = 0
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CaseResult:
+        data = dict(data)
+        graders = [GraderResult.from_dict(g) for g in data.pop("graders", [])]
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(graders=graders, **{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,35 @@
+"""Everything a run is told from outside the eval file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalrun.targets import StoreOptions
+
+
+class ExitCode:
+    OK = 0
+    GATE_FAILED = 1
+    USAGE = 2
+    INCOMPLETE = 3
+    INTERRUPTED = 130
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    target: str | None = None
+    judge: str | None = None
+    targets_file: Path | None = None
+    workers: int = 4
+    filters: list[str] = field(default_factory=list)
+    repeat: int = 1
+    threshold: float | None = None
+    max_errors: int = 0
+    shard: tuple[int, int] | None = None
+    resume: bool = False
+    only_ids: set[str] | None = None
+    stores: StoreOptions = field(default_factory=StoreOptions)
+    quiet: bool = False
+    report_formats: tuple[str, ...] = ("md", "html", "junit")

@@ -1,0 +1,82 @@
+"""Progress for long runs: a live bar on a terminal, one plain line per case otherwise."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from evalrun.results.models import CaseResult
+
+_STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
+
+
+class Progress:
+    def __init__(self, total: int, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+        self.total = total
+        self.done = 0
+        self.passed = 0
+        self.judge_calls = 0
+        self.quiet = quiet
+        self.stream = stream or sys.stderr
+        self._started = time.monotonic()
+        self._bar = None
+        self._task = None
+        if not quiet and self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as RichProgress
+
+            self._bar = RichProgress(
+                TextColumn("[bold]evalrun"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[stats]}"),
+                TimeRemainingColumn(),
+                console=Console(file=self.stream),
+                transient=True,
+            )
+            self._task = self._bar.add_task("cases", total=total, stats="")
+            self._bar.start()
+
+    def case_done(self, case: CaseResult) -> None:
+        self.done += 1
+        self.passed += case.status == "passed"
+        self.judge_calls += sum(g.proxy.calls for g in case.graders if g.proxy)
+        if self.quiet:
+            return
+        if self._bar is not None:
+            rate = self.passed / self.done
+            self._bar.update(
+                self._task,
+                advance=1,
+                stats=f"pass {rate:.0%} · judge calls {self.judge_calls}",
+            )
+            if case.status in ("failed", "error"):
+                color = _STATUS_STYLE[case.status]
+                self._bar.console.print(f"[{color}]{case.status}[/] {case.id}: {_why(case)}")
+            return
+        score = "-" if case.score is None else f"{case.score:.3f}"
+        line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {case.id}"
+        if case.status in ("failed", "error", "unscored"):
+            line += f"  ({_why(case)})"
+        print(line, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+def _why(case: CaseResult) -> str:
+    if case.error:
+        return case.error
+    for grader in case.graders:
+        if grader.status == case.status and grader.reason:
+            return f"{grader.name}: {grader.reason}"[:200]
+    return ""

@@ -1,0 +1,287 @@
+"""The async orchestrator: for each case, the target answers (unless the case carries an
+output), every grader runs, and the result is appended to the bundle at once.
+
+Ctrl-C (or SIGTERM) stops launching, kills grader process groups (their tasks are cancelled),
+revokes grants, stops the proxy, writes the summary marked incomplete and exits 130.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
+from evalrun.results.bundle import BundleWriter, read_results
+from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.scoring import case_score, case_status
+from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.progress import Progress
+from evalrun.runner.selection import finished_keys, select_cases
+from evalrun.spec.loader import LoadedEval
+from evalrun.spec.models import GraderSpec, TestCase, as_messages
+from evalrun.targets import (
+    CompletionRequest,
+    ConfigError,
+    TargetConfig,
+    TargetError,
+    TargetPool,
+    find_targets_file,
+    load_targets,
+)
+
+
+@dataclass
+class RunOutcome:
+    exit_code: int
+    summary: dict[str, Any]
+    cases: list[CaseResult]
+
+
+class EvalRun:
+    def __init__(self, loaded: LoadedEval, options: RunOptions) -> None:
+        self.loaded = loaded
+        self.options = options
+        spec = loaded.spec
+        self.cases = select_cases(
+            loaded.tests, filters=options.filters, shard=options.shard, only_ids=options.only_ids
+        )
+        self.target_name = options.target or spec.target
+        self.judge_name = options.judge or spec.judge or self.target_name
+        targets_path = find_targets_file(options.targets_file, loaded.folder)
+        self.pool = TargetPool(load_targets(targets_path), options.stores)
+        self._check_targets()
+        self._proxy: Any = None
+        self._proxy_lock = asyncio.Lock()
+        self._interrupted = False
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def graders_for(self, case: TestCase) -> list[GraderSpec]:
+        return [*self.loaded.spec.graders, *case.graders]
+
+    def _check_targets(self) -> None:
+        names: list[str] = []
+        if any(case.output is None for case in self.cases):
+            if not self.target_name:
+                raise ConfigError(
+                    "no target to answer the cases: set 'target:' in the eval file or pass "
+                    f"--target (configured: {', '.join(self.pool.names)})"
+                )
+            names.append(self.target_name)
+        if any(needs_judge(g) for case in self.cases for g in self.graders_for(case)):
+            if not self.judge_name:
+                raise ConfigError(
+                    "graders need a judge: set 'judge:' or 'target:' in the eval file or pass --target"
+                )
+            names.append(self.judge_name)
+        for name in names:
+            self.pool.file.get(name)
+        self.pool.check(names)
+
+    async def _get_proxy(self) -> Any:
+        async with self._proxy_lock:
+            if self._proxy is None:
+                from proxy import JudgeProxy
+
+                secrets = [s for t in self.pool.file.targets if (s := _secret_of(t))]
+                proxy = JudgeProxy(self.pool.get, self.pool.names, secrets=secrets)
+                await proxy.start()
+                self._proxy = proxy
+            return self._proxy
+
+    async def run(self) -> RunOutcome:
+        options = self.options
+        jobs = [(case, r) for case in self.cases for r in range(options.repeat)]
+        kept: list[CaseResult] = []
+        if options.resume:
+            done = finished_keys(read_results(options.out))
+            kept = [c for c in read_results(options.out) if (c.id, c.repeat) in done]
+            jobs = [(case, r) for case, r in jobs if (case.id, r) not in done]
+        writer = BundleWriter(options.out)
+        for case in kept:
+            writer.add_case(case)
+        started_at = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        progress = Progress(len(jobs), quiet=options.quiet)
+        results: list[CaseResult] = list(kept)
+        ctx = LaunchContext(
+            eval_dir=self.loaded.folder.resolve(),
+            judge=self.judge_name,
+            secret_names=self.pool.secret_env_names(),
+            proxy=self._get_proxy,
+        )
+        workers = asyncio.Semaphore(max(1, options.workers))
+
+        async def one(case: TestCase, repeat: int) -> None:
+            async with workers:
+                if self._interrupted:
+                    return
+                result, calls = await self._run_case(case, repeat, ctx)
+            writer.add_case(result)
+            writer.add_judge_calls(calls)
+            results.append(result)
+            progress.case_done(result)
+
+        loop = asyncio.get_running_loop()
+        handled = self._install_signal_handlers(loop)
+        try:
+            for case, repeat in jobs:
+                task = asyncio.create_task(one(case, repeat))
+                self._tasks.add(task)
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
+            progress.close()
+            if self._proxy is not None:
+                await self._proxy.stop()
+            await self.pool.aclose()
+        summary = self._summary(results, started_at, time.monotonic() - t0)
+        exit_code = self._exit_code(summary)
+        summary["exit_code"] = exit_code
+        writer.write_summary(summary)
+        writer.close()
+        return RunOutcome(exit_code, summary, results)
+
+    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+        handled = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.interrupt)
+                handled.append(sig)
+        return handled
+
+    def interrupt(self) -> None:
+        """Stop launching and cancel what runs; cancelled graders have their groups killed."""
+        self._interrupted = True
+        for task in self._tasks:
+            task.cancel()
+
+    async def _run_case(
+        self, case: TestCase, repeat: int, ctx: LaunchContext
+    ) -> tuple[CaseResult, list[dict[str, Any]]]:
+        started = time.monotonic()
+        result = CaseResult(id=case.id, status="error", repeat=repeat, target=self.target_name)
+        calls: list[dict[str, Any]] = []
+        try:
+            output, target_ms, usage = await self._answer(case)
+            result.output = output
+            result.timings["target_ms"] = round(target_ms, 1)
+            if usage:
+                result.usage["target"] = usage
+        except TargetError as exc:
+            result.error = f"target '{exc.target or self.target_name}' failed: {exc.message}"
+            result.timings["total_ms"] = round((time.monotonic() - started) * 1000, 1)
+            return result, calls
+        try:
+            runs = await asyncio.gather(
+                *(run_grader(g, case, output, ctx, repeat) for g in self.graders_for(case))
+            )
+        except Exception as exc:  # a bug of ours must still leave one result for the case
+            result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
+            result.timings["total_ms"] = round((time.monotonic() - started) * 1000, 1)
+            return result, calls
+        result.graders = [r.result for r in runs]
+        for run in runs:
+            calls += run.judge_calls
+        result.score = self._score(result.graders)
+        result.status = case_status(result.graders)
+        if not result.graders:
+            result.error = "no graders apply to this case"
+        result.usage["judge"] = _judge_usage(result.graders)
+        result.timings["total_ms"] = round((time.monotonic() - started) * 1000, 1)
+        return result, calls
+
+    def _score(self, graders: list[GraderResult]) -> float | None:
+        rubric = self.loaded.spec.rubric
+        if rubric:
+            from evalrun.rubric import combine_grader_scores
+
+            scored = {g.name: g.score for g in graders if g.score is not None}
+            return combine_grader_scores(rubric, scored, base_dir=self.loaded.folder)
+        return case_score(graders)
+
+    async def _answer(self, case: TestCase) -> tuple[str | None, float, dict[str, Any] | None]:
+        if case.output is not None:
+            messages = as_messages(case.output, "assistant")
+            texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
+            return (texts[-1] if texts else ""), 0.0, None
+        assert self.target_name is not None
+        target = self.pool.get(self.target_name)
+        system = [m.text() for m in case.input_messages if m.role == "system"]
+        request = CompletionRequest(
+            messages=[
+                {"role": m.role, "content": m.text()}
+                for m in case.input_messages
+                if m.role != "system"
+            ],
+            system_prompt="\n\n".join(system) or None,
+        )
+        response = await target.complete(request)
+        usage = {
+            **response.usage.to_dict(),
+            "cached": response.cached,
+            "replayed": response.replayed,
+            "cost_usd": response.cost_usd,
+        }
+        return response.text, response.latency_ms, usage
+
+    def _summary(
+        self, results: list[CaseResult], started_at: datetime, duration_s: float
+    ) -> dict[str, Any]:
+        from evalrun.results.summary import summarize
+
+        expected = len(self.cases) * self.options.repeat
+        meta = {
+            "eval": self.loaded.name,
+            "eval_file": str(self.loaded.path),
+            "description": self.loaded.spec.description,
+            "target": self.target_name,
+            "judge": self.judge_name,
+            "started_at": started_at.isoformat(timespec="seconds"),
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "duration_s": round(duration_s, 3),
+            "complete": not self._interrupted and len(results) == expected,
+            "interrupted": self._interrupted,
+            "threshold": self.options.threshold,
+            "repeat": self.options.repeat,
+            "shard": "/".join(map(str, self.options.shard)) if self.options.shard else None,
+        }
+        return summarize(results, meta)
+
+    def _exit_code(self, summary: dict[str, Any]) -> int:
+        if self._interrupted:
+            return ExitCode.INTERRUPTED
+        counts = summary.get("counts", {})
+        if counts.get("error", 0) + counts.get("unscored", 0) > self.options.max_errors:
+            return ExitCode.INCOMPLETE
+        if counts.get("failed", 0):
+            return ExitCode.GATE_FAILED
+        threshold = self.options.threshold
+        mean = summary.get("mean_score")
+        if threshold is not None and (mean is None or mean < threshold):
+            return ExitCode.GATE_FAILED
+        return ExitCode.OK
+
+
+def _secret_of(target: TargetConfig) -> str | None:
+    """The target's key if it is set, so the proxy can redact it from call records."""
+    try:
+        return target.resolve_secret()
+    except ConfigError:
+        return None
+
+
+def _judge_usage(graders: list[GraderResult]) -> dict[str, Any]:
+    usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
+    for grader in graders:
+        if grader.proxy:
+            usage["calls"] += grader.proxy.calls
+            usage["input_tokens"] += grader.proxy.input_tokens
+            usage["output_tokens"] += grader.proxy.output_tokens
+            usage["cost_usd"] += grader.proxy.cost_usd or 0.0
+    return usage

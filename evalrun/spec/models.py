@@ -1,0 +1,200 @@
+"""The eval-file format (DESIGN.md 3) as pydantic models; ``evalrun schema`` is generated here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DETERMINISTIC_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "json-schema")
+BUILTIN_SCRIPT_TYPES = (
+    "contextual-precision",
+    "contextual-recall",
+    "quality",
+    "pattern",
+    "prompt-quality",
+)
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    tool: str = Field(validation_alias="tool")
+    input: Any = None
+    output: Any = None
+    id: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_openai_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "tool" not in data and "name" in data:
+            data = {**data, "tool": data["name"]}
+            data.pop("name")
+        return data
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str = "user"
+    content: Any = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_camel_case(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "toolCalls" in data and "tool_calls" not in data:
+            data = {**data, "tool_calls": data["toolCalls"]}
+            data.pop("toolCalls")
+        return data
+
+    def text(self) -> str:
+        """The message's text content (content parts joined)."""
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        if isinstance(self.content, list):
+            parts = []
+            for part in self.content:
+                if isinstance(part, str):
+                    parts.append(part)
+                elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                    parts.append(part["text"])
+            return "\n".join(parts)
+        return str(self.content)
+
+
+class TargetAccess(BaseModel):
+    """A grader's access to the judge proxy."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_calls: int = Field(50, ge=0)
+    allow: list[str] | None = None
+
+
+class GraderSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    type: str = "script"
+    command: list[str] | str | None = None
+    target: TargetAccess | bool | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    weight: float = Field(1.0, ge=0)
+    threshold: float = Field(0.5, ge=0, le=1)
+    timeout: float = Field(120.0, gt=0)
+    cwd: str | None = None
+    env: list[str] = Field(default_factory=list)
+    # deterministic graders
+    value: Any = None
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    negate: bool = False
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        normalized = value.replace("_", "-")
+        if normalized in ("code-grader", "code-judge", "script"):
+            return "script"
+        if normalized in DETERMINISTIC_TYPES or normalized in BUILTIN_SCRIPT_TYPES:
+            return normalized
+        known = ", ".join(("script", *DETERMINISTIC_TYPES, *BUILTIN_SCRIPT_TYPES))
+        raise ValueError(f"unknown grader type '{value}' (known: {known})")
+
+    @model_validator(mode="after")
+    def _check_required(self) -> GraderSpec:
+        if self.type == "script" and not self.command:
+            raise ValueError("a script grader needs 'command' (an argv list)")
+        if self.type in ("contains", "icontains", "regex", "equals") and self.value is None:
+            raise ValueError(f"a '{self.type}' grader needs 'value'")
+        if self.type == "json-schema" and self.schema_ is None:
+            raise ValueError("a 'json-schema' grader needs 'schema'")
+        if self.name is None:
+            self.name = self.type if self.type != "script" else _command_name(self.command)
+        return self
+
+    @property
+    def access(self) -> TargetAccess | None:
+        """The proxy access this grader asked for, or None."""
+        if self.target is True:
+            return TargetAccess()
+        if isinstance(self.target, TargetAccess):
+            return self.target
+        return None
+
+    @property
+    def argv(self) -> list[str]:
+        if isinstance(self.command, str):
+            import shlex
+
+            return shlex.split(self.command)
+        return list(self.command or [])
+
+
+def _command_name(command: list[str] | str | None) -> str:
+    argv = command.split() if isinstance(command, str) else list(command or [])
+    for part in reversed(argv):
+        if not part.startswith("-"):
+            return part.rsplit("/", 1)[-1].rsplit(".", 1)[0] or "grader"
+    return "grader"
+
+
+Conversation = str | list[Message]
+
+
+class TestCase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    __test__ = False  # not a pytest class
+
+    id: str
+    criteria: str | None = None
+    input: Conversation
+    expected_output: Conversation | None = None
+    output: Conversation | None = None
+    graders: list[GraderSpec] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+    @property
+    def input_messages(self) -> list[Message]:
+        return as_messages(self.input, "user")
+
+    @property
+    def expected_messages(self) -> list[Message]:
+        return as_messages(self.expected_output, "assistant")
+
+
+class EvalFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str | None = None
+    target: str | None = None
+    judge: str | None = None
+    rubric: str | None = None
+    graders: list[GraderSpec] = Field(default_factory=list)
+    tests: list[TestCase] | str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> EvalFile:
+        if isinstance(self.tests, list):
+            seen: set[str] = set()
+            for case in self.tests:
+                if case.id in seen:
+                    raise ValueError(f"duplicate test id '{case.id}'")
+                seen.add(case.id)
+        return self
+
+
+def as_messages(value: Conversation | None, role: str) -> list[Message]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [Message(role=role, content=value)]
+    return list(value)

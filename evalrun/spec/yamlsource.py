@@ -1,0 +1,146 @@
+"""YAML and JSON loading that remembers where every key was, so errors can name file, line, key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: path of keys/indexes -> 1-based line number
+LineMap = dict[tuple[Any, ...], int]
+
+
+class SourceError(Exception):
+    """A file that cannot be parsed; the message already names file and line."""
+
+
+def _walk(node: yaml.Node, path: tuple[Any, ...], lines: LineMap) -> Any:
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = _construct(key_node)
+            out[key] = _walk(value_node, (*path, key), lines)
+            lines[(*path, key)] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_walk(child, (*path, i), lines) for i, child in enumerate(node.value)]
+    return _construct(node)
+
+
+def _construct(node: yaml.Node) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}" if mark else name
+        raise SourceError(f"{where}: invalid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SourceError(f"{name}: invalid YAML: {exc}") from None
+    lines: LineMap = {}
+    if root is None:
+        return None, lines
+    return _walk(root, (), lines), lines
+
+
+def load_yaml_with_lines(path: Path) -> tuple[Any, LineMap]:
+    """Load YAML or JSON (JSON is YAML) from ``path`` with a line map."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SourceError(f"{path}: not UTF-8 text") from None
+    if path.suffix == ".json":
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    return parse_yaml_with_lines(text, str(path))
+
+
+def load_jsonl_with_lines(path: Path) -> tuple[list[Any], LineMap]:
+    """One JSON value per non-empty line; the line map's first key is the item index."""
+    items: list[Any] = []
+    lines: LineMap = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+        index = len(items)
+        items.append(value)
+        _mark_all(value, (index,), lineno, lines)
+    return items, lines
+
+
+def _mark_all(value: Any, path: tuple[Any, ...], lineno: int, lines: LineMap) -> None:
+    lines[path] = lineno
+    if isinstance(value, dict):
+        for key, child in value.items():
+            _mark_all(child, (*path, key), lineno, lines)
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            _mark_all(child, (*path, i), lineno, lines)
+
+
+def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:
+    """The line of the deepest known prefix of ``loc``."""
+    for end in range(len(loc), -1, -1):
+        line = lines.get(tuple(loc[:end]))
+        if line is not None:
+            return line
+    return None
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def validation_error_message(path: Path | str, exc: Exception, lines: LineMap) -> str:
+    """Render a pydantic ValidationError as ``file:line: key: message`` lines."""
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return f"{path}: {exc}"
+    out = []
+    all_errors = errors()
+    for err in all_errors:
+        if len(all_errors) > 1 and "str" in err["loc"] and err["type"] == "string_type":
+            continue  # the other branch of a `str | list[...]` union explains the problem better
+        loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
+        line = line_for(lines, loc)
+        where = f"{path}:{line}" if line else str(path)
+        out.append(f"{where}: {format_loc(loc)}: {err['msg']}")
+    return "\n".join(dict.fromkeys(out))
+
+
+def _is_union_tag(part: Any) -> bool:
+    """pydantic puts union member names (``str``, ``list[Message]``) into error locations."""
+    return isinstance(part, str) and (
+        part in {"str", "int", "float", "bool", "dict", "list", "none"}
+        or "[" in part
+        or part.startswith("function-")
+        or part[:1].isupper()
+    )

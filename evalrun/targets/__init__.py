@@ -1,0 +1,162 @@
+"""Targets: the providers that answer cases and judge calls, behind one interface.
+
+``TargetPool`` builds each named target once per run (so its connection pool and concurrency
+limit are shared by the runner and the proxy) and closes them all at the end.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    Target,
+    TargetError,
+    TargetTimeout,
+    TokenUsage,
+    UnsupportedRequest,
+)
+from evalrun.targets.config import (
+    ConfigError,
+    TargetConfig,
+    TargetsFile,
+    find_targets_file,
+    load_targets,
+)
+from evalrun.targets.managed import ManagedTarget
+
+__all__ = [
+    "CompletionRequest",
+    "CompletionResponse",
+    "ConfigError",
+    "ManagedTarget",
+    "Target",
+    "TargetConfig",
+    "TargetError",
+    "TargetPool",
+    "TargetTimeout",
+    "TargetsFile",
+    "TokenUsage",
+    "UnsupportedRequest",
+    "StoreOptions",
+    "build_provider",
+    "find_targets_file",
+    "load_targets",
+]
+
+#: kind -> "module:Class"; imported only when a target of that kind is used.
+PROVIDERS: dict[str, str] = {
+    "mock": "evalrun.targets.mock:MockTarget",
+    "openai": "evalrun.targets.openai:OpenAITarget",
+    "azure": "evalrun.targets.azure:AzureOpenAITarget",
+    "anthropic": "evalrun.targets.anthropic:AnthropicTarget",
+    "gemini": "evalrun.targets.gemini:GeminiTarget",
+    "cli": "evalrun.targets.cli:CliTarget",
+    "local": "evalrun.targets.local:LocalTarget",
+}
+
+
+def build_provider(config: TargetConfig, env: Mapping[str, str] | None = None) -> Target:
+    """Instantiate the provider class for ``config.kind``; providers take (config, api_key)."""
+    spec = PROVIDERS.get(config.kind)
+    if spec is None:
+        raise ConfigError(f"target '{config.name}': unknown kind '{config.kind}'")
+    module_name, class_name = spec.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    if config.kind in ("mock", "local", "cli"):
+        return cls(config)
+    return cls(config, config.resolve_secret(env))
+
+
+@dataclass
+class StoreOptions:
+    """Where responses are cached, recorded and replayed for this run."""
+
+    cache_dir: Path | None = None
+    record: Path | None = None
+    replay: Path | None = None
+
+
+class TargetPool:
+    def __init__(
+        self,
+        targets: TargetsFile,
+        stores: StoreOptions | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.file = targets
+        self._stores = stores or StoreOptions()
+        self._env = os.environ if env is None else env
+        self._built: dict[str, ManagedTarget] = {}
+        self._cache = self._recorder = self._replay = None
+        if self._stores.cache_dir is not None:
+            from evalrun.targets.cache import ResponseCache
+
+            self._cache = ResponseCache(self._stores.cache_dir)
+        if self._stores.record is not None:
+            from evalrun.targets.cassette import Cassette
+
+            self._recorder = Cassette.for_recording(self._stores.record)
+        if self._stores.replay is not None:
+            from evalrun.targets.cassette import Cassette
+
+            self._replay = Cassette.for_replay(self._stores.replay)
+
+    @property
+    def names(self) -> list[str]:
+        return self.file.names
+
+    def check(self, names: list[str]) -> None:
+        """Fail before the run if a target is unknown or its key is missing."""
+        for name in names:
+            config = self.file.get(name)
+            if self._replay is None:
+                config.resolve_secret(self._env)
+
+    def get(self, name: str) -> ManagedTarget:
+        if name not in self._built:
+            config = self.file.get(name)
+            provider = (
+                _ReplayOnly(config) if self._replay is not None else build_provider(config, self._env)
+            )
+            self._built[name] = ManagedTarget(
+                provider,
+                config,
+                cache=self._cache,
+                recorder=self._recorder,
+                replay=self._replay,
+            )
+        return self._built[name]
+
+    def secret_env_names(self) -> set[str]:
+        names: set[str] = set()
+        for target in self.file.targets:
+            names.update(target.secret_env_names())
+        return names
+
+    async def aclose(self) -> None:
+        for target in self._built.values():
+            await target.aclose()
+        self._built.clear()
+        for store in (self._cache, self._recorder):
+            close = getattr(store, "close", None)
+            if close is not None:
+                close()
+
+
+class _ReplayOnly:
+    """Stands in for a provider during --replay: it must never be called."""
+
+    def __init__(self, config: TargetConfig) -> None:
+        self.name = config.name
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        raise TargetError(f"replay: target '{self.name}' may not make live calls", status=502)
+
+    async def aclose(self) -> None:
+        return None

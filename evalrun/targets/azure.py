@@ -1,0 +1,46 @@
+"""The ``azure`` target: Azure OpenAI deployments. Same body and response as ``openai``; only
+the URL (a deployment plus ``api-version``) and the ``api-key`` header differ."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalrun.targets.base import CompletionRequest
+from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.http import HttpTarget
+from evalrun.targets.openai import OpenAITarget, chat_body
+
+DEFAULT_API_VERSION = "2024-10-21"
+
+
+class AzureOpenAITarget(OpenAITarget):
+    kind = "azure"
+
+    def __init__(self, config: TargetConfig, api_key: str | None) -> None:
+        HttpTarget.__init__(self, config, api_key)
+        self.require_key()
+        endpoint = config.extra("endpoint") or config.base_url
+        deployment = config.extra("deployment") or config.model
+        if not endpoint:
+            raise ConfigError(
+                f"target '{config.name}' (azure) needs 'endpoint' "
+                "(https://<resource>.openai.azure.com)"
+            )
+        if not deployment:
+            raise ConfigError(f"target '{config.name}' (azure) needs 'deployment' (or 'model')")
+        self.base_url = str(endpoint).rstrip("/")
+        self.deployment = str(deployment)
+        self.api_version = str(config.extra("api_version") or DEFAULT_API_VERSION)
+
+    def url(self) -> str:
+        return f"{self.base_url}/openai/deployments/{self.deployment}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        return {"api-key": self.require_key()}
+
+    def params(self) -> dict[str, str] | None:
+        return {"api-version": self.api_version}
+
+    def body(self, request: CompletionRequest) -> dict[str, Any]:
+        """The deployment picks the model, so the body names none."""
+        return chat_body(self.config, request, model=None)

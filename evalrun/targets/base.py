@@ -1,0 +1,122 @@
+"""The one interface every target (provider) implements, and the types it speaks.
+
+Both the runner (a target answering a case) and the judge proxy (a grader's judge call) reach a
+provider only through ``Target.complete``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass
+class TokenUsage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input": self.input_tokens,
+            "output": self.output_tokens,
+            "total": self.total_tokens,
+        }
+
+
+@dataclass
+class CompletionRequest:
+    """A provider-neutral chat request.
+
+    ``messages`` are ``{"role": ..., "content": str}`` dicts without the system prompt, which
+    travels on its own because several providers want it in a separate field. ``task`` is the
+    optional typed hint of DESIGN.md 5 that non-LLM judges (mock, local) answer from.
+    """
+
+    messages: list[dict[str, Any]]
+    system_prompt: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    task: dict[str, Any] | None = None
+
+    @classmethod
+    def from_prompt(cls, prompt: str, **kwargs: Any) -> CompletionRequest:
+        return cls(messages=[{"role": "user", "content": prompt}], **kwargs)
+
+    @property
+    def prompt_text(self) -> str:
+        """System prompt and messages as one text, for regex rules and CLI targets."""
+        parts = [self.system_prompt] if self.system_prompt else []
+        parts += [str(m.get("content") or "") for m in self.messages]
+        return "\n\n".join(parts)
+
+    def cache_key_material(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "system_prompt": self.system_prompt,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_format": self.response_format,
+            "task": self.task,
+        }
+
+
+@dataclass
+class CompletionResponse:
+    text: str
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    finish_reason: str | None = None
+    model: str | None = None
+    cached: bool = False
+    replayed: bool = False
+    latency_ms: float = 0.0
+    cost_usd: float | None = None
+
+
+class TargetError(Exception):
+    """A target could not answer. ``retryable`` errors are retried with backoff."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        target: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.target = target
+
+
+class TargetTimeout(TargetError):
+    """The upstream did not answer in time (the proxy maps this to 504)."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("retryable", True)
+        super().__init__(message, **kwargs)
+
+
+class UnsupportedRequest(TargetError):
+    """The target cannot answer this kind of request (e.g. free text to the local judge)."""
+
+    def __init__(self, message: str, **kwargs: Any) -> None:
+        kwargs.setdefault("status", 422)
+        super().__init__(message, **kwargs)
+
+
+@runtime_checkable
+class Target(Protocol):
+    name: str
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse: ...
+
+    async def aclose(self) -> None: ...

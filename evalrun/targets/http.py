@@ -1,0 +1,257 @@
+"""Plumbing shared by the HTTP providers: one pooled client per event loop, request timeouts,
+mapping of HTTP and network failures onto ``TargetError``, and key redaction.
+
+Each provider module only knows its own URL, headers, body and response shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import re
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+
+from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
+from evalrun.targets.config import ConfigError, TargetConfig
+
+T = TypeVar("T")
+
+REDACTED = "***"
+_ERROR_TEXT_LIMIT = 500
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def parse_retry_after(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(float(millis) / 1000, 0.0)
+        except ValueError:
+            pass
+    value = (headers.get("retry-after") or "").strip()
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - (time.time() if now is None else now), 0.0)
+
+
+def _retry_delay_from_body(error: dict[str, Any]) -> float | None:
+    """Google APIs put the wait in ``error.details[].retryDelay`` ("37s") instead of a header."""
+    for detail in error.get("details") or []:
+        if isinstance(detail, dict) and isinstance(detail.get("retryDelay"), str):
+            match = _DURATION.match(detail["retryDelay"])
+            if match:
+                return float(match.group(1))
+    return None
+
+
+def describe_error_body(body: Any) -> tuple[str, str | None, float | None]:
+    """(message, error type/code, retry delay) from the error shapes providers use.
+
+    OpenAI/Azure ``{"error": {"message", "type", "code"}}``, Anthropic ``{"type": "error",
+    "error": {"type", "message"}}``, Gemini ``{"error": {"code", "message", "status"}}``, and the
+    looser ``{"error": "..."}`` / ``{"message": ...}`` / ``{"detail": ...}`` of local servers.
+    """
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("status") or error.get("code")
+            message = error.get("message") or ""
+            return str(message), (str(kind) if kind else None), _retry_delay_from_body(error)
+        if isinstance(error, str):
+            return error, None, None
+        for key in ("message", "detail"):
+            if key in body:
+                return str(body[key]), None, None
+    return "", None, None
+
+
+def text_of(content: Any) -> str:
+    """Message content as plain text (strings, or OpenAI-style lists of text parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def split_turns(request: CompletionRequest) -> tuple[str | None, list[tuple[str, str]]]:
+    """The system text (the system prompt plus any system messages) and the remaining
+    conversation as ``(role, text)`` with roles ``user``/``assistant``, consecutive same-role
+    turns merged, for providers that keep the system prompt apart and want alternating turns."""
+    system = [request.system_prompt] if request.system_prompt else []
+    turns: list[tuple[str, str]] = []
+    for message in request.messages:
+        role = str(message.get("role") or "user")
+        text = text_of(message.get("content"))
+        if role in ("system", "developer"):
+            system.append(text)
+            continue
+        role = "assistant" if role == "assistant" else "user"
+        if turns and turns[-1][0] == role:
+            turns[-1] = (role, f"{turns[-1][1]}\n\n{text}")
+        else:
+            turns.append((role, text))
+    return ("\n\n".join(system) if system else None), turns
+
+
+def wants_json(request: CompletionRequest) -> bool:
+    kind = (request.response_format or {}).get("type")
+    return kind in ("json_object", "json_schema", "json")
+
+
+class HttpTarget:
+    """Base for providers that speak JSON over HTTPS."""
+
+    kind = "http"
+
+    def __init__(self, config: TargetConfig, api_key: str | None) -> None:
+        self.name = config.name
+        self.config = config
+        self._api_key = api_key
+        self._clients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+
+    def require_key(self) -> str:
+        if not self._api_key:
+            hint = self.config.api_key_env or "an environment variable"
+            raise ConfigError(
+                f"target '{self.name}' ({self.kind}) needs an API key: set api_key_env "
+                f"(e.g. {hint}) in targets.yaml and export it"
+            )
+        return self._api_key
+
+    def redact(self, text: str) -> str:
+        if self._api_key and len(self._api_key) >= 4:
+            text = text.replace(self._api_key, REDACTED)
+        return text
+
+    def _client(self) -> httpx.AsyncClient:
+        """The pooled client of the running loop, made on first use inside that loop (a client's
+        connections belong to the loop that opened them)."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            for other in [lp for lp in self._clients if lp.is_closed()]:
+                del self._clients[other]
+            size = max(1, self.config.max_concurrency)
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.timeout, connect=min(self.config.timeout, 10.0)),
+                limits=httpx.Limits(max_connections=size + 2, max_keepalive_connections=size),
+            )
+            self._clients[loop] = client
+        return client
+
+    def error(self, message: str, **kwargs: Any) -> TargetError:
+        cls = TargetTimeout if kwargs.pop("timeout", False) else TargetError
+        return cls(
+            self.redact(f"{self.kind} target '{self.name}': {message}"), target=self.name, **kwargs
+        )
+
+    async def post_json(
+        self,
+        url: str,
+        body: dict[str, Any],
+        *,
+        headers: dict[str, str],
+        params: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """POST ``body`` and return the decoded JSON object, or raise a classified TargetError."""
+        timeout = self.config.timeout
+        try:
+            response = await asyncio.wait_for(
+                self._client().post(url, json=body, headers=headers, params=params), timeout
+            )
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            raise self.error(f"no response within {timeout:g}s", timeout=True) from None
+        except httpx.TransportError as exc:
+            detail = str(exc) or type(exc).__name__
+            raise self.error(f"connection failed: {detail}", retryable=True) from None
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        try:
+            data = response.json()
+        except ValueError:
+            raise self.error(
+                f"HTTP {response.status_code} with a body that is not JSON: "
+                f"{response.text[:200]!r}",
+                retryable=True,
+                status=response.status_code,
+            ) from None
+        if not isinstance(data, dict):
+            raise self.error("response body is not a JSON object", retryable=True)
+        return data
+
+    def _status_error(self, response: httpx.Response) -> TargetError:
+        status = response.status_code
+        try:
+            message, kind, delay = describe_error_body(response.json())
+        except ValueError:
+            message, kind, delay = response.text.strip(), None, None
+        message = " ".join(message.split())[:_ERROR_TEXT_LIMIT] or response.reason_phrase
+        label = f"HTTP {status}" + (f" {kind}" if kind else "")
+        retryable = status in (408, 429) or status >= 500
+        retry_after = parse_retry_after(response.headers)
+        if retry_after is None and retryable:
+            retry_after = delay
+        return self.error(
+            f"{label}: {message}", status=status, retryable=retryable, retry_after=retry_after
+        )
+
+    def parse(self, data: dict[str, Any], parser: Callable[[dict[str, Any]], T]) -> T:
+        """Run a response parser; a body of the wrong shape is a retryable upstream fault."""
+        try:
+            return parser(data)
+        except TargetError as exc:
+            exc.message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
+            exc.args = (exc.message,)
+            exc.target = self.name
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise self.error(
+                f"unexpected response shape ({type(exc).__name__}: {exc})", retryable=True
+            ) from None
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        clients, self._clients = self._clients, {}
+        current = _running_loop()
+        for loop, client in clients.items():
+            if loop is current:
+                await client.aclose()
+            elif not loop.is_closed() and loop.is_running():
+                asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def iter_dicts(value: Any) -> Iterator[dict[str, Any]]:
+    for item in value or []:
+        if isinstance(item, dict):
+            yield item

@@ -1,0 +1,131 @@
+"""What every target gets regardless of provider: defaults, a concurrency limit shared by the
+runner and the proxy, retries with backoff that honour Retry-After, the response cache, the
+record/replay cassette, and cost accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Protocol
+
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    Target,
+    TargetError,
+)
+from evalrun.targets.config import TargetConfig
+
+MAX_BACKOFF_S = 30.0
+
+
+class ResponseStore(Protocol):
+    """A cache or a cassette: responses keyed by target identity and request."""
+
+    def get(self, config: TargetConfig, request: CompletionRequest) -> CompletionResponse | None: ...
+
+    def put(
+        self, config: TargetConfig, request: CompletionRequest, response: CompletionResponse
+    ) -> None: ...
+
+
+class ManagedTarget:
+    def __init__(
+        self,
+        provider: Target,
+        config: TargetConfig,
+        *,
+        cache: ResponseStore | None = None,
+        recorder: ResponseStore | None = None,
+        replay: ResponseStore | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.name = config.name
+        self.config = config
+        self.provider = provider
+        self._cache = cache
+        self._recorder = recorder
+        self._replay = replay
+        self._sleep = sleep
+        self._limit = asyncio.Semaphore(max(1, config.max_concurrency))
+
+    @property
+    def kind(self) -> str:
+        return self.config.kind
+
+    def _with_defaults(self, request: CompletionRequest) -> CompletionRequest:
+        return replace(
+            request,
+            temperature=(
+                request.temperature if request.temperature is not None else self.config.temperature
+            ),
+            max_tokens=request.max_tokens if request.max_tokens is not None else self.config.max_tokens,
+        )
+
+    def _cacheable(self, request: CompletionRequest) -> bool:
+        return self._cache is not None and (request.temperature or 0.0) == 0.0
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        request = self._with_defaults(request)
+        if self._replay is not None:
+            hit = self._replay.get(self.config, request)
+            if hit is None:
+                raise TargetError(
+                    f"replay: no recorded response for this call to target '{self.name}'",
+                    status=502,
+                    target=self.name,
+                )
+            return replace(hit, replayed=True, latency_ms=0.0)
+        if self._cacheable(request):
+            assert self._cache is not None
+            hit = self._cache.get(self.config, request)
+            if hit is not None:
+                response = replace(hit, cached=True, latency_ms=0.0)
+                if self._recorder is not None:
+                    self._recorder.put(self.config, request, response)
+                return response
+        response = await self._call_with_retries(request)
+        response.cost_usd = self._cost(response)
+        if self._cacheable(request):
+            assert self._cache is not None
+            self._cache.put(self.config, request, response)
+        if self._recorder is not None:
+            self._recorder.put(self.config, request, response)
+        return response
+
+    async def _call_with_retries(self, request: CompletionRequest) -> CompletionResponse:
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                async with self._limit:
+                    response = await self.provider.complete(request)
+            except TargetError as exc:
+                exc.target = exc.target or self.name
+                if not exc.retryable or attempt >= self.config.max_retries:
+                    raise
+                await self._sleep(self._backoff(attempt, exc.retry_after))
+                attempt += 1
+                continue
+            response.latency_ms = (time.perf_counter() - started) * 1000
+            return response
+
+    @staticmethod
+    def _backoff(attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), MAX_BACKOFF_S)
+        base = min(0.5 * (2**attempt), MAX_BACKOFF_S)
+        return base / 2 + random.uniform(0, base / 2)
+
+    def _cost(self, response: CompletionResponse) -> float | None:
+        price = self.config.price
+        if price is None:
+            return None
+        usage = response.usage
+        return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+
+    async def aclose(self) -> None:
+        await self.provider.aclose()

@@ -1,0 +1,299 @@
+"""HTTP clients for the judge proxy (DESIGN.md 5), stdlib only.
+
+``http.client`` and friends are imported on first use, not at import time, so a grader that
+never calls the judge pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader_sdk._errors import (
+    ProtocolError,
+    ProxyError,
+    ProxyNotConfigured,
+    ProxyUnavailable,
+    error_from_response,
+)
+
+URL_ENV = ("AGENTV_TARGET_PROXY_URL", "EVALRUN_PROXY_URL")
+TOKEN_ENV = ("AGENTV_TARGET_PROXY_TOKEN", "EVALRUN_PROXY_TOKEN")
+DEFAULT_TIMEOUT = 600.0
+
+_CAMEL = {
+    "system_prompt": "systemPrompt",
+    "max_tokens": "maxTokens",
+    "response_format": "responseFormat",
+}
+
+
+@dataclass
+class InvokeRequest:
+    """One judge call. ``task`` is the typed hint non-LLM judges answer from."""
+
+    question: str
+    system_prompt: str | None = None
+    target: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+    task: dict[str, Any] | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"question": self.question}
+        for name in ("system_prompt", "target", "temperature", "max_tokens", "response_format"):
+            value = getattr(self, name)
+            if value is not None:
+                out[_CAMEL.get(name, name)] = value
+        if self.task is not None:
+            out["task"] = self.task
+        return out
+
+
+def request_to_wire(item: InvokeRequest | Mapping[str, Any] | str) -> dict[str, Any]:
+    """Accept an InvokeRequest, a dict in either case, or a bare question."""
+    if isinstance(item, InvokeRequest):
+        return item.to_wire()
+    if isinstance(item, str):
+        return {"question": item}
+    if isinstance(item, Mapping):
+        out = {_CAMEL.get(k, k): v for k, v in item.items() if v is not None}
+        if not isinstance(out.get("question"), str):
+            raise TypeError("an invoke request needs a 'question' string")
+        return out
+    raise TypeError(f"cannot send {type(item).__name__} as an invoke request")
+
+
+@dataclass
+class InvokeResult:
+    raw_text: str
+    output: list[dict[str, Any]] = field(default_factory=list)
+    token_usage: dict[str, int] = field(default_factory=dict)
+    target: str = ""
+    cached: bool = False
+    latency_ms: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return self.raw_text
+
+    @classmethod
+    def from_wire(cls, data: Any) -> InvokeResult:
+        if not isinstance(data, dict):
+            raise ProtocolError(f"expected an invoke response object, got {type(data).__name__}")
+        raw = _pick(data, "rawText", "raw_text")
+        output = data.get("output")
+        if not isinstance(raw, str):
+            raw = _text_of_output(output)
+            if raw is None:
+                raise ProtocolError("invoke response has neither rawText nor output text")
+        usage = _pick(data, "tokenUsage", "token_usage")
+        return cls(
+            raw_text=raw,
+            output=output if isinstance(output, list) else [{"role": "assistant", "content": raw}],
+            token_usage=dict(usage) if isinstance(usage, dict) else {},
+            target=str(data.get("target") or ""),
+            cached=bool(data.get("cached", False)),
+            latency_ms=float(_pick(data, "latencyMs", "latency_ms") or 0.0),
+        )
+
+
+@dataclass
+class ProxyInfo:
+    target_name: str
+    call_count: int
+    max_calls: int
+    available_targets: list[str] = field(default_factory=list)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.max_calls - self.call_count)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> ProxyInfo:
+        if not isinstance(data, dict):
+            raise ProtocolError("expected an info object")
+        try:
+            return cls(
+                target_name=str(_pick(data, "targetName", "target_name") or ""),
+                call_count=int(_pick(data, "callCount", "call_count") or 0),
+                max_calls=int(_pick(data, "maxCalls", "max_calls") or 0),
+                available_targets=[
+                    str(t) for t in (_pick(data, "availableTargets", "available_targets") or [])
+                ],
+            )
+        except (TypeError, ValueError) as exc:
+            raise ProtocolError(f"malformed info response: {exc}") from None
+
+
+class TargetClient:
+    """Blocking client; each call is one HTTP request on a fresh loopback connection."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        if not url:
+            raise ProxyNotConfigured("no proxy URL given")
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout = timeout
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> TargetClient:
+        url, token = proxy_settings(env)
+        return cls(url, token, timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self.url!r})"
+
+    def invoke(
+        self,
+        question: str,
+        *,
+        system_prompt: str | None = None,
+        target: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+        task: dict[str, Any] | None = None,
+    ) -> InvokeResult:
+        request = InvokeRequest(
+            question, system_prompt, target, temperature, max_tokens, response_format, task
+        )
+        return InvokeResult.from_wire(self._call("POST", "/invoke", request.to_wire()))
+
+    def invoke_batch(
+        self, requests: Iterable[InvokeRequest | Mapping[str, Any] | str]
+    ) -> list[InvokeResult]:
+        """All requests in one HTTP call; the proxy runs them concurrently and keeps the order."""
+        wire = [request_to_wire(r) for r in requests]
+        if not wire:
+            return []
+        try:
+            data = self._call("POST", "/invokeBatch", {"requests": wire})
+        except ProxyError as exc:
+            if exc.status == 404 and exc.code is None:
+                return self._invoke_each(wire)
+            raise
+        responses = data.get("responses") if isinstance(data, dict) else None
+        if not isinstance(responses, list):
+            raise ProtocolError("invokeBatch response has no 'responses' list")
+        if len(responses) != len(wire):
+            raise ProtocolError(
+                f"invokeBatch sent {len(wire)} requests but got {len(responses)} responses"
+            )
+        return [InvokeResult.from_wire(r) for r in responses]
+
+    def info(self) -> ProxyInfo:
+        return ProxyInfo.from_wire(self._call("GET", "/info", None))
+
+    def _invoke_each(self, wire: list[dict[str, Any]]) -> list[InvokeResult]:
+        """Fallback for a proxy without /invokeBatch: concurrent single calls, order kept."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(body: dict[str, Any]) -> InvokeResult:
+            return InvokeResult.from_wire(self._call("POST", "/invoke", body))
+
+        with ThreadPoolExecutor(max_workers=min(8, len(wire))) as pool:
+            return list(pool.map(one, wire))
+
+    def _call(self, method: str, path: str, body: Any) -> Any:
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ProxyNotConfigured(f"proxy URL is not an http URL: {self.url!r}")
+        conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn = conn_cls(parts.hostname, parts.port, timeout=self.timeout)
+        headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        try:
+            conn.request(method, parts.path.rstrip("/") + path, body=data, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+            status = response.status
+        except (OSError, http.client.HTTPException) as exc:
+            raise ProxyUnavailable(f"cannot reach the judge proxy at {self.url}: {exc}") from exc
+        finally:
+            conn.close()
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            payload = json.loads(text) if text.strip() else None
+        except ValueError:
+            payload = None
+        if status >= 400:
+            raise error_from_response(status, payload, text)
+        if payload is None:
+            raise ProtocolError(f"proxy answered HTTP {status} without a JSON body")
+        return payload
+
+
+class AsyncTargetClient:
+    """The asyncio twin of TargetClient: the same calls, run in worker threads."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._sync = TargetClient(url, token, timeout=timeout)
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    ) -> AsyncTargetClient:
+        url, token = proxy_settings(env)
+        return cls(url, token, timeout=timeout)
+
+    @property
+    def url(self) -> str:
+        return self._sync.url
+
+    async def invoke(self, question: str, **kwargs: Any) -> InvokeResult:
+        import asyncio
+
+        return await asyncio.to_thread(self._sync.invoke, question, **kwargs)
+
+    async def invoke_batch(
+        self, requests: Iterable[InvokeRequest | Mapping[str, Any] | str]
+    ) -> list[InvokeResult]:
+        import asyncio
+
+        return await asyncio.to_thread(self._sync.invoke_batch, list(requests))
+
+    async def info(self) -> ProxyInfo:
+        import asyncio
+
+        return await asyncio.to_thread(self._sync.info)
+
+
+def proxy_settings(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(url, token) from AgentV's variable names, falling back to evalrun's."""
+    env = os.environ if env is None else env
+    url = next((env[n] for n in URL_ENV if env.get(n)), "")
+    token = next((env[n] for n in TOKEN_ENV if env.get(n)), "")
+    if not url or not token:
+        raise ProxyNotConfigured(
+            "no judge proxy: AGENTV_TARGET_PROXY_URL/TOKEN (or EVALRUN_PROXY_URL/TOKEN) are not "
+            "set; give this grader `target: {max_calls: N}` in the eval file"
+        )
+    return url, token
+
+
+def _pick(data: Mapping[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in data:
+            return data[name]
+    return None
+
+
+def _text_of_output(output: Any) -> str | None:
+    if isinstance(output, list):
+        for message in reversed(output):
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                return message["content"]
+    return None

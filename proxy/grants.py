@@ -1,0 +1,223 @@
+"""Grants: what one grader run may do through the proxy, and the registry that hands them out.
+
+A grant is a bearer token plus a call budget, the targets it may use, and the record of what it
+did. Budgets are reserved before the upstream call, so no burst of concurrent requests can spend
+one call more than ``max_calls``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import re
+import secrets as _secrets
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Secrets shorter than this are not redacted: replacing every "a" would destroy the record.
+MIN_SECRET_LENGTH = 4
+REDACTED = "***"
+
+
+@dataclass(eq=False)
+class Grant:
+    token: str = field(repr=False)
+    default_target: str
+    max_calls: int
+    allowed: list[str]
+    grader: str = ""
+    case_id: str = ""
+    used: int = 0
+    revoked: bool = False
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_calls: int = 0
+    latency_ms: float = 0.0
+    cost_usd: float = 0.0
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.max_calls - self.used)
+
+    def usage(self) -> dict[str, Any]:
+        """Keyword arguments for ``evalrun.results.models.ProxyUsage``."""
+        return {
+            "calls": self.used,
+            "max_calls": self.max_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_calls": self.cached_calls,
+            "latency_ms": round(self.latency_ms, 3),
+            "cost_usd": self.cost_usd,
+        }
+
+
+class Redactor:
+    """Replaces every known secret value in text (longest first, so overlaps redact fully)."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(values)
+
+    def add(self, values: Iterable[str]) -> None:
+        fresh = {v for v in values if v and len(v) >= MIN_SECRET_LENGTH} - self._values
+        if not fresh:
+            return
+        self._values |= fresh
+        ordered = sorted(self._values, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def text(self, value: str | None, extra: str | None = None) -> str | None:
+        if value is None:
+            return None
+        if self._pattern is not None:
+            value = self._pattern.sub(REDACTED, value)
+        if extra and len(extra) >= MIN_SECRET_LENGTH:
+            value = value.replace(extra, REDACTED)
+        return value
+
+    def any(self, value: Any, extra: str | None = None) -> Any:
+        """Redact strings anywhere inside JSON-like data."""
+        if isinstance(value, str):
+            return self.text(value, extra)
+        if isinstance(value, dict):
+            return {k: self.any(v, extra) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.any(v, extra) for v in value]
+        return value
+
+
+class GrantRegistry:
+    """Issues, finds and revokes grants; the single place where budgets are counted."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._by_digest: dict[bytes, Grant] = {}
+        self._lock = threading.Lock()
+        self.redactor = Redactor(secrets)
+        self.closing = False
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        self.redactor.add(values)
+
+    def issue(
+        self,
+        default_target: str,
+        max_calls: int,
+        allowed: Iterable[str],
+        *,
+        grader: str = "",
+        case_id: str = "",
+    ) -> Grant:
+        if max_calls < 0:
+            raise ValueError("max_calls must be >= 0")
+        names = list(dict.fromkeys(allowed))
+        if default_target not in names:
+            names.insert(0, default_target)
+        grant = Grant(
+            token=_secrets.token_urlsafe(32),
+            default_target=default_target,
+            max_calls=max_calls,
+            allowed=names,
+            grader=grader,
+            case_id=case_id,
+        )
+        with self._lock:
+            self._by_digest[_digest(grant.token)] = grant
+        return grant
+
+    def lookup(self, token: str | None) -> Grant | None:
+        """The live grant for ``token``, or None. The token itself is compared in constant time;
+        the dict is keyed by its SHA-256, so lookup timing says nothing about the token."""
+        if not token:
+            return None
+        grant = self._by_digest.get(_digest(token))
+        if grant is None or grant.revoked:
+            return None
+        if not hmac.compare_digest(grant.token.encode(), token.encode()):
+            return None
+        return grant
+
+    def reserve(self, grant: Grant, n: int = 1) -> bool:
+        """Reserve ``n`` calls, all or none. A reserved call counts even if it later fails."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        with self._lock:
+            if grant.revoked or grant.used + n > grant.max_calls:
+                return False
+            grant.used += n
+            return True
+
+    def revoke(self, grant: Grant) -> None:
+        """Later calls with this token get 401; upstream calls still running are cancelled."""
+        with self._lock:
+            grant.revoked = True
+            self._by_digest.pop(_digest(grant.token), None)
+        for task in list(grant.tasks):
+            task.cancel()
+
+    def cancel_all(self) -> None:
+        """Cancel every in-flight upstream call (used when the proxy shuts down)."""
+        with self._lock:
+            grants = list(self._by_digest.values())
+        for grant in grants:
+            for task in list(grant.tasks):
+                task.cancel()
+
+    @property
+    def active(self) -> int:
+        return len(self._by_digest)
+
+    def record(
+        self,
+        grant: Grant,
+        *,
+        target: str,
+        ok: bool,
+        latency_ms: float,
+        question: str | None,
+        system_prompt: str | None,
+        task: dict[str, Any] | None,
+        response: str | None = None,
+        error_code: str | None = None,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cached: bool = False,
+        replayed: bool = False,
+        cost_usd: float | None = None,
+    ) -> None:
+        """Account one finished call and keep a redacted copy of its prompt and response."""
+        grant.latency_ms += latency_ms
+        grant.input_tokens += input_tokens
+        grant.output_tokens += output_tokens
+        grant.cached_calls += int(cached or replayed)
+        if cost_usd:
+            grant.cost_usd += cost_usd
+        redact = self.redactor
+        entry: dict[str, Any] = {
+            "case_id": grant.case_id,
+            "grader": grant.grader,
+            "target": target,
+            "status": "ok" if ok else "error",
+            "latency_ms": round(latency_ms, 3),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached": cached,
+            "replayed": replayed,
+            "system_prompt": redact.text(system_prompt, grant.token),
+            "question": redact.text(question, grant.token),
+            "task": redact.any(task, grant.token),
+            "response": redact.text(response, grant.token),
+        }
+        if error_code is not None:
+            entry["error_code"] = error_code
+        grant.records.append(entry)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()

@@ -1,0 +1,147 @@
+"""The proxy's JSON wire format (DESIGN.md 5): camelCase out, camelCase or snake_case in.
+
+These models are the proxy's only edge with graders, so they validate strictly enough to give
+a clear 400 and leniently enough (unknown keys ignored) that AgentV-era clients keep working.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="ignore",
+        serialize_by_alias=True,
+    )
+
+
+class InvokeRequest(WireModel):
+    question: str
+    system_prompt: str | None = None
+    target: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    response_format: dict[str, Any] | None = None
+    task: dict[str, Any] | None = None
+
+
+class OutputMessage(WireModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class TokenUsageWire(WireModel):
+    input: int
+    output: int
+    total: int
+
+
+class InvokeResponse(WireModel):
+    output: list[OutputMessage]
+    raw_text: str
+    token_usage: TokenUsageWire
+    target: str
+    cached: bool
+    latency_ms: float
+
+
+class InvokeBatchRequest(WireModel):
+    requests: list[InvokeRequest]
+
+
+class InvokeBatchResponse(WireModel):
+    responses: list[InvokeResponse]
+
+
+class InfoResponse(WireModel):
+    target_name: str
+    call_count: int
+    max_calls: int
+    available_targets: list[str]
+
+
+class ErrorBody(BaseModel):
+    """``code`` is one of the contract codes; some errors add keys (limit, used, allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorBody
+
+
+# OpenAI-compatible routes: snake_case is OpenAI's own wire format, so no aliasing here.
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """The subset of OpenAI's request that a judge call needs; other keys are ignored.
+
+    ``task`` is an evalrun extension (send it with ``extra_body``) for non-LLM judges.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    response_format: dict[str, Any] | None = None
+    stream: bool | None = None
+    n: int | None = Field(default=None, ge=1)
+    task: dict[str, Any] | None = None
+
+
+class ChatChoiceMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(BaseModel):
+    index: int
+    message: ChatChoiceMessage
+    finish_reason: str
+    logprobs: None = None
+
+
+class ChatUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletionResponse(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: ChatUsage
+
+
+class ModelEntry(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = 0
+    owned_by: str = "evalrun"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelEntry]

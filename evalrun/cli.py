@@ -19,6 +19,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "run",
     "score",
     "rubrics",
+    "targets",
+    "report",
+    "proxy",
 )
 
 

@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -290,3 +291,21 @@ def list_rubrics(rubrics_dir: Path | None = None) -> list[RubricEntry]:
                 path.stem, path, len(rubric.criteria), rubric.description.strip()
             )
     return sorted(entries.values(), key=lambda e: e.name)
+
+
+@lru_cache(maxsize=32)
+def rubric_for_eval(name: str, base_dir: Path | None = None) -> Rubric:
+    """The rubric an eval file names (``rubric: NAME``): a path relative to the eval file's
+    folder, or a name searched in ``<that folder>/rubrics``, ``./rubrics``, then the bundle."""
+    if base_dir is not None and _looks_like_path(name):
+        candidate = Path(name) if Path(name).is_absolute() else base_dir / name
+        return load_rubric_file(find_rubric(candidate))
+    local = base_dir / "rubrics" if base_dir is not None else None
+    return load_rubric(name, rubrics_dir=local if local is not None and local.is_dir() else None)
+
+
+def combine_grader_scores(
+    rubric: str, scores: Mapping[str, float | None], *, base_dir: Path | None = None
+) -> float | None:
+    """:func:`combine` for the runner: the case score when an eval file sets ``rubric:``."""
+    return combine(rubric_for_eval(rubric, base_dir), scores)

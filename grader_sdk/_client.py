@@ -208,7 +208,9 @@ class TargetClient:
         parts = urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ProxyNotConfigured(f"proxy URL is not an http URL: {self.url!r}")
-        conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        conn_cls = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
         conn = conn_cls(parts.hostname, parts.port, timeout=self.timeout)
         headers = {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
         data = None

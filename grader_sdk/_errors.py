@@ -130,7 +130,12 @@ def error_from_response(status: int, payload: Any, fallback_text: str = "") -> P
     code = body.get("code") if isinstance(body.get("code"), str) else None
     cls = _BY_CODE.get(code or "") or _BY_STATUS.get(status) or ProxyError
     message = str(body.get("message") or fallback_text.strip()[:300] or f"HTTP {status}")
-    return cls(f"{message} (HTTP {status}{', ' + code if code else ''})", status=status, code=code, body=body)
+    return cls(
+        f"{message} (HTTP {status}{', ' + code if code else ''})",
+        status=status,
+        code=code,
+        body=body,
+    )
 
 
 def _int_or_none(value: Any) -> int | None:

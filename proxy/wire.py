@@ -6,10 +6,21 @@ a clear 400 and leniently enough (unknown keys ignored) that AgentV-era clients 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
+
+
+def _json_number(value: Any) -> Any:
+    """Numbers must be JSON numbers: no ``true`` for 1, no ``"0.5"`` for 0.5."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+Temperature = Annotated[float, Field(ge=0, le=2), BeforeValidator(_json_number)]
+MaxTokens = Annotated[int, Field(ge=1), BeforeValidator(_json_number)]
 
 
 class WireModel(BaseModel):
@@ -25,8 +36,8 @@ class InvokeRequest(WireModel):
     question: str
     system_prompt: str | None = None
     target: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
     response_format: dict[str, Any] | None = None
     task: dict[str, Any] | None = None
 
@@ -82,11 +93,18 @@ class ErrorResponse(BaseModel):
 # OpenAI-compatible routes: snake_case is OpenAI's own wire format, so no aliasing here.
 
 
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text"]
+    text: str
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    role: str
-    content: str | list[dict[str, Any]] | None = None
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart] | None = None
 
 
 class ChatCompletionRequest(BaseModel):
@@ -99,13 +117,22 @@ class ChatCompletionRequest(BaseModel):
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
+    max_completion_tokens: MaxTokens | None = None
     response_format: dict[str, Any] | None = None
-    stream: bool | None = None
-    n: int | None = Field(default=None, ge=1)
+    stream: Literal[False] | None = Field(default=None, description="streaming is not supported")
+    n: Literal[1] | None = Field(default=None, description="one choice only")
     task: dict[str, Any] | None = None
+
+    @field_validator("stream", mode="before")
+    @classmethod
+    def _no_streaming(cls, value: Any) -> Any:
+        if value is True:
+            raise ValueError("streaming not supported")
+        if value is not None and not isinstance(value, bool):
+            raise ValueError("must be a boolean")
+        return value
 
 
 class ChatChoiceMessage(BaseModel):

@@ -26,7 +26,12 @@ def list_command(
     entries = list_rubrics(rubrics)
     if as_json:
         rows = [
-            {"name": e.name, "criteria": e.criteria, "description": e.description, "path": str(e.path)}
+            {
+                "name": e.name,
+                "criteria": e.criteria,
+                "description": e.description,
+                "path": str(e.path),
+            }
             for e in entries
         ]
         typer.echo(json.dumps(rows, indent=2))

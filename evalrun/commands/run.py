@@ -24,7 +24,7 @@ _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "y
 
 
 def _fail(message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    typer.echo(f"error: {message}", err=True)
     return typer.Exit(ExitCode.USAGE)
 
 
@@ -155,7 +155,7 @@ def validate(files: list[Path] = typer.Argument(..., help="Eval files to check."
         try:
             loaded = load_eval(file)
         except EvalFileError as exc:
-            Console(stderr=True).print(str(exc), highlight=False, markup=False)
+            typer.echo(str(exc), err=True)
             bad = True
             continue
         graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)

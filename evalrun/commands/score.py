@@ -38,10 +38,7 @@ def read_results(path: Path) -> list[dict[str, Any]]:
                     raise InputError(f"{path}: invalid JSON: {whole_error}") from None
                 raise InputError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
     if isinstance(items, dict):
-        if isinstance(items.get("results"), list):
-            items = items["results"]
-        else:
-            items = [items]
+        items = items["results"] if isinstance(items.get("results"), list) else [items]
     if not isinstance(items, list):
         raise InputError(f"{path}: expected a list of result objects or {{'results': [...]}}")
     for index, item in enumerate(items):

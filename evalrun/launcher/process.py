@@ -30,6 +30,25 @@ class ProcessOutcome:
     spawn_error: str | None = None
 
 
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Reports the exit itself: ``Process.wait()`` also waits for the pipes to close, which a
+    grandchild holding stdout, or a pipe we stopped reading, can delay for ever."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=2**16, loop=loop)
+        self.exited: asyncio.Future[int] = loop.create_future()
+        self._transport_ref: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._transport_ref = transport  # type: ignore[assignment]
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done() and self._transport_ref is not None:
+            self.exited.set_result(self._transport_ref.get_returncode())
+
+
 def _kill_group(pid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
@@ -81,8 +100,10 @@ async def run_process(
     def elapsed() -> float:
         return (time.perf_counter() - started) * 1000
 
+    loop = asyncio.get_running_loop()
     try:
-        proc = await asyncio.create_subprocess_exec(
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitAwareProtocol(loop),
             *argv,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
@@ -91,6 +112,7 @@ async def run_process(
             env=dict(env),
             start_new_session=True,
         )
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return ProcessOutcome(None, b"", "", elapsed(), spawn_error=f"cannot start {argv[0]!r}: {reason}")
@@ -101,13 +123,13 @@ async def run_process(
     out_task = asyncio.create_task(_read_capped(proc.stdout, stdout_cap, overflow))
     err_task = asyncio.create_task(_read_tail(proc.stderr, STDERR_TAIL))
     overflow_wait = asyncio.create_task(overflow.wait())
-    exit_wait = asyncio.create_task(proc.wait())
+    exit_wait = asyncio.ensure_future(protocol.exited)
     timed_out = False
     try:
         done, _ = await asyncio.wait(
             {exit_wait, overflow_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
         )
-        if exit_wait not in done:
+        if not protocol.exited.done():
             timed_out = not overflow.is_set()
             _kill_group(proc.pid, signal.SIGTERM)
             try:
@@ -119,8 +141,7 @@ async def run_process(
         _kill_group(proc.pid, signal.SIGKILL)
         for task in (feeder, out_task, err_task, overflow_wait, exit_wait):
             task.cancel()
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
+        transport.close()
         raise
     finally:
         overflow_wait.cancel()
@@ -136,8 +157,9 @@ async def run_process(
         stdout = out_task.result()
     if err_task in done and not err_task.cancelled() and err_task.exception() is None:
         stderr = err_task.result()
+    transport.close()
     return ProcessOutcome(
-        exit_code=proc.returncode,
+        exit_code=protocol.exited.result(),
         stdout=stdout,
         stderr_tail=_tail_text(stderr, STDERR_TAIL),
         duration_ms=elapsed(),

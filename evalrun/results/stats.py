@@ -24,6 +24,8 @@ def stdev(values: Sequence[float]) -> float | None:
     """Population standard deviation: the spread of the runs we observed (0 for one run)."""
     if not values:
         return None
+    if min(values) == max(values):
+        return 0.0
     centre = math.fsum(values) / len(values)
     return math.sqrt(math.fsum((v - centre) ** 2 for v in values) / len(values))
 

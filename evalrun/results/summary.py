@@ -222,6 +222,8 @@ def repeat_stats(
         return None
     for entry in by_case.values():
         entry.unstable = (entry.overall.stdev or 0.0) > bound
+        for series in entry.graders.values():
+            series.n = entry.overall.n  # a repeat without this grader's result did not pass
     names = list(dict.fromkeys(n for c in by_case.values() for n in c.graders))
     graders = {}
     for name in names:
@@ -284,7 +286,8 @@ def compute_stats(
     target: dict[str, float] = {}
     for case in results:
         counts[case.status] = counts.get(case.status, 0) + 1
-        _add_numbers(target, case.usage or {})
+        usage = case.usage or {}
+        _add_numbers(target, usage["target"] if isinstance(usage.get("target"), dict) else usage)
         for g in case.graders:
             gs = graders.setdefault(g.name, GraderStats(g.name))
             gs.count += 1

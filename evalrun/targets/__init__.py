@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +94,7 @@ class TargetPool:
         self._stores = stores or StoreOptions()
         self._env = os.environ if env is None else env
         self._built: dict[str, ManagedTarget] = {}
+        self._lock = threading.Lock()
         self._cache = self._recorder = self._replay = None
         if self._stores.cache_dir is not None:
             from evalrun.targets.cache import ResponseCache
@@ -119,19 +121,23 @@ class TargetPool:
                 config.resolve_secret(self._env)
 
     def get(self, name: str) -> ManagedTarget:
-        if name not in self._built:
-            config = self.file.get(name)
-            provider = (
-                _ReplayOnly(config) if self._replay is not None else build_provider(config, self._env)
-            )
-            self._built[name] = ManagedTarget(
-                provider,
-                config,
-                cache=self._cache,
-                recorder=self._recorder,
-                replay=self._replay,
-            )
-        return self._built[name]
+        """The one ManagedTarget for ``name`` (locked: the proxy may ask from its own thread)."""
+        with self._lock:
+            if name not in self._built:
+                config = self.file.get(name)
+                provider = (
+                    _ReplayOnly(config)
+                    if self._replay is not None
+                    else build_provider(config, self._env)
+                )
+                self._built[name] = ManagedTarget(
+                    provider,
+                    config,
+                    cache=self._cache,
+                    recorder=self._recorder,
+                    replay=self._replay,
+                )
+            return self._built[name]
 
     def secret_env_names(self) -> set[str]:
         names: set[str] = set()

@@ -67,9 +67,10 @@ def describe_error_body(body: Any) -> tuple[str, str | None, float | None]:
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict):
-            kind = error.get("type") or error.get("status") or error.get("code")
+            kinds = [error.get(k) for k in ("type", "status", "code")]
+            kind = next((k for k in kinds if isinstance(k, str) and k), None)
             message = error.get("message") or ""
-            return str(message), (str(kind) if kind else None), _retry_delay_from_body(error)
+            return str(message), kind, _retry_delay_from_body(error)
         if isinstance(error, str):
             return error, None, None
         for key in ("message", "detail"):

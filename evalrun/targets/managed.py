@@ -18,14 +18,22 @@ from evalrun.targets.base import (
     TargetError,
 )
 from evalrun.targets.config import TargetConfig
+from evalrun.targets.limit import ConcurrencyLimit
 
 MAX_BACKOFF_S = 30.0
+#: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
+MAX_RETRY_AFTER_S = 120.0
+#: kinds whose answers depend on more than the request (a CLI agent's working tree) or that
+#: cost nothing to recompute; ``cache: true`` in targets.yaml opts them in
+UNCACHED_KINDS = frozenset({"cli", "mock", "local"})
 
 
 class ResponseStore(Protocol):
     """A cache or a cassette: responses keyed by target identity and request."""
 
-    def get(self, config: TargetConfig, request: CompletionRequest) -> CompletionResponse | None: ...
+    def get(
+        self, config: TargetConfig, request: CompletionRequest
+    ) -> CompletionResponse | None: ...
 
     def put(
         self, config: TargetConfig, request: CompletionRequest, response: CompletionResponse
@@ -50,7 +58,11 @@ class ManagedTarget:
         self._recorder = recorder
         self._replay = replay
         self._sleep = sleep
-        self._limit = asyncio.Semaphore(max(1, config.max_concurrency))
+        self._limit = ConcurrencyLimit(config.max_concurrency)
+        setting = config.extra("cache")
+        self._cache_enabled = (
+            bool(setting) if setting is not None else config.kind not in UNCACHED_KINDS
+        )
 
     @property
     def kind(self) -> str:
@@ -62,28 +74,36 @@ class ManagedTarget:
             temperature=(
                 request.temperature if request.temperature is not None else self.config.temperature
             ),
-            max_tokens=request.max_tokens if request.max_tokens is not None else self.config.max_tokens,
+            max_tokens=request.max_tokens
+            if request.max_tokens is not None
+            else self.config.max_tokens,
         )
 
     def _cacheable(self, request: CompletionRequest) -> bool:
-        return self._cache is not None and (request.temperature or 0.0) == 0.0
+        """Only deterministic requests (temperature 0 or unset) of cacheable kinds."""
+        return (
+            self._cache is not None and self._cache_enabled and (request.temperature or 0.0) == 0.0
+        )
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        """Answer from the replay cassette, else the cache, else the provider (with retries).
+        Cache hits and live answers are both recorded; stored answers cost nothing now."""
         request = self._with_defaults(request)
         if self._replay is not None:
             hit = self._replay.get(self.config, request)
             if hit is None:
                 raise TargetError(
-                    f"replay: no recorded response for this call to target '{self.name}'",
+                    f"replay: the cassette has no recorded response for this call to target "
+                    f"'{self.name}' (record it again with --record)",
                     status=502,
                     target=self.name,
                 )
-            return replace(hit, replayed=True, latency_ms=0.0)
+            return replace(hit, replayed=True, latency_ms=0.0, cost_usd=self._free())
         if self._cacheable(request):
             assert self._cache is not None
             hit = self._cache.get(self.config, request)
             if hit is not None:
-                response = replace(hit, cached=True, latency_ms=0.0)
+                response = replace(hit, cached=True, latency_ms=0.0, cost_usd=self._free())
                 if self._recorder is not None:
                     self._recorder.put(self.config, request, response)
                 return response
@@ -99,26 +119,40 @@ class ManagedTarget:
     async def _call_with_retries(self, request: CompletionRequest) -> CompletionResponse:
         attempt = 0
         while True:
-            started = time.perf_counter()
             try:
                 async with self._limit:
+                    started = time.perf_counter()
                     response = await self.provider.complete(request)
             except TargetError as exc:
                 exc.target = exc.target or self.name
                 if not exc.retryable or attempt >= self.config.max_retries:
+                    if attempt:
+                        _amend(exc, f"(gave up after {attempt + 1} attempts)")
+                    raise
+                if exc.retry_after is not None and exc.retry_after > MAX_RETRY_AFTER_S:
+                    _amend(exc, f"(the provider asks to wait {exc.retry_after:.0f}s; not retried)")
                     raise
                 await self._sleep(self._backoff(attempt, exc.retry_after))
                 attempt += 1
                 continue
+            except Exception as exc:
+                redact = getattr(self.provider, "redact", str)
+                raise TargetError(
+                    redact(f"target '{self.name}' failed: {type(exc).__name__}: {exc}"),
+                    target=self.name,
+                ) from exc
             response.latency_ms = (time.perf_counter() - started) * 1000
             return response
 
     @staticmethod
     def _backoff(attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0), MAX_BACKOFF_S)
+            return min(max(retry_after, 0.0), MAX_RETRY_AFTER_S)
         base = min(0.5 * (2**attempt), MAX_BACKOFF_S)
         return base / 2 + random.uniform(0, base / 2)
+
+    def _free(self) -> float | None:
+        return 0.0 if self.config.price is not None else None
 
     def _cost(self, response: CompletionResponse) -> float | None:
         price = self.config.price
@@ -129,3 +163,8 @@ class ManagedTarget:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _amend(exc: TargetError, note: str) -> None:
+    exc.message = f"{exc.message} {note}"
+    exc.args = (exc.message,)

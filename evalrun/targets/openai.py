@@ -19,7 +19,9 @@ _ROLES = ("system", "developer", "user", "assistant")
 def chat_messages(request: CompletionRequest) -> list[dict[str, str]]:
     """System prompt first, then the conversation as plain role/content pairs (extra keys such
     as evalrun's tool-call records are not OpenAI message fields, so they are dropped)."""
-    messages = [{"role": "system", "content": request.system_prompt}] if request.system_prompt else []
+    messages = (
+        [{"role": "system", "content": request.system_prompt}] if request.system_prompt else []
+    )
     for message in request.messages:
         role = str(message.get("role") or "user")
         messages.append(

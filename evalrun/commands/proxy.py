@@ -1,0 +1,94 @@
+"""``evalrun proxy``: a judge proxy with one grant, for developing a grader by hand.
+
+Paste the printed ``export`` lines into another shell and run the grader there; it reaches the
+judge exactly as it will inside ``evalrun run``, without ever seeing a provider key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from pathlib import Path
+
+import typer
+
+from evalrun.spec.yamlsource import SourceError
+from evalrun.targets import ConfigError, TargetPool, find_targets_file, load_targets
+
+
+def _secrets(pool: TargetPool) -> list[str]:
+    """Every key value the configured targets could use, so call records never show one."""
+    values = []
+    for config in pool.file.targets:
+        with contextlib.suppress(ConfigError):
+            value = config.resolve_secret()
+            if value:
+                values.append(value)
+    return values
+
+
+async def _serve(pool: TargetPool, target: str, max_calls: int, allow: list[str] | None) -> None:
+    from proxy import JudgeProxy
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    proxy = JudgeProxy(pool.get, pool.names, secrets=_secrets(pool))
+    try:
+        await proxy.start()
+        grant = proxy.grant(target, max_calls, allow, grader="interactive")
+        for prefix in ("AGENTV_TARGET_PROXY", "EVALRUN_PROXY"):
+            print(f"export {prefix}_URL={proxy.url}")
+            print(f"export {prefix}_TOKEN={grant.token}")
+        sys.stdout.flush()
+        print(
+            f"judge proxy on {proxy.url}: target '{target}', {max_calls} calls, "
+            f"allowed: {', '.join(grant.allowed)}. Ctrl-C to stop.",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()
+        usage = grant.usage()
+        print(
+            f"stopped: {usage['calls']}/{usage['max_calls']} calls, "
+            f"{usage['input_tokens']} in / {usage['output_tokens']} out tokens",
+            file=sys.stderr,
+        )
+    finally:
+        await proxy.stop()
+        await pool.aclose()
+
+
+def proxy_command(
+    target: str = typer.Option(..., "--target", "-t", help="Default judge target of the grant."),
+    max_calls: int = typer.Option(100, "--max-calls", min=0, help="Call budget of the grant."),
+    targets: Path | None = typer.Option(
+        None,
+        "--targets",
+        help="targets.yaml to use (default: .evalrun/targets.yaml upward).",
+        dir_okay=False,
+    ),
+    allow: list[str] = typer.Option(
+        [], "--allow", help="Targets the grant may use besides --target (repeatable; default: all)."
+    ),
+) -> None:
+    """Serve a loopback judge proxy with one grant until Ctrl-C; print its URL and token."""
+    try:
+        file = load_targets(find_targets_file(targets, None))
+        pool = TargetPool(file)
+        names = [target, *allow]
+        for name in names:
+            file.get(name)
+        pool.check(names)
+    except (ConfigError, SourceError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    asyncio.run(_serve(pool, target, max_calls, names if allow else None))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("proxy")(proxy_command)

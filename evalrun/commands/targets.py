@@ -1,0 +1,118 @@
+"""``evalrun targets list`` and ``evalrun targets check NAME``: see what is configured and prove
+one target answers, before a long run finds out."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import typer
+
+from evalrun.spec.yamlsource import SourceError
+from evalrun.targets import (
+    CompletionRequest,
+    CompletionResponse,
+    ConfigError,
+    TargetConfig,
+    TargetError,
+    TargetPool,
+    TargetsFile,
+    find_targets_file,
+    load_targets,
+)
+
+TargetsOption = typer.Option(
+    None,
+    "--targets",
+    help="targets.yaml to use (default: .evalrun/targets.yaml upward from here).",
+    dir_okay=False,
+)
+PROBE = "Reply with the single word OK."
+_PREVIEW = 80
+
+
+def _load(targets: Path | None) -> tuple[Path | None, TargetsFile]:
+    path = find_targets_file(targets, None)
+    return path, load_targets(path)
+
+
+def _key_column(config: TargetConfig, env: dict[str, str]) -> tuple[str, str]:
+    """(where the key comes from, whether it is set) without ever showing the key."""
+    names = config.secret_env_names()
+    if names:
+        return ", ".join(names), "yes" if all(env.get(n) for n in names) else "no"
+    if config.api_key:
+        return "(inline in file)", "yes"
+    return "-", "-"
+
+
+def list_targets(targets: Path | None = TargetsOption) -> None:
+    """List configured targets: name, kind, model, key variable and whether it is set."""
+    try:
+        path, file = _load(targets)
+    except (ConfigError, SourceError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"targets file: {path}" if path else "targets file: none (built-in targets only)")
+    env = dict(os.environ)
+    rows = [("NAME", "KIND", "MODEL", "KEY VARIABLE", "SET")]
+    for config in file.targets:
+        rows.append((config.name, config.kind, config.model or "-", *_key_column(config, env)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        typer.echo(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
+
+
+def check_target(
+    name: str = typer.Argument(..., help="Target name from targets.yaml."),
+    targets: Path | None = TargetsOption,
+    prompt: str = typer.Option(PROBE, "--prompt", help="What to send."),
+    retries: int = typer.Option(0, "--retries", min=0, help="Retries on retryable errors."),
+) -> None:
+    """Send one tiny request to a target; print latency, tokens and the start of the reply.
+
+    Exit 2 on a configuration problem (unknown target, missing key), 1 if the call fails.
+    """
+    try:
+        _, file = _load(targets)
+        config = file.get(name).model_copy(update={"max_retries": retries})
+        pool = TargetPool(TargetsFile(targets=[config]))
+        pool.check([name])
+        target = pool.get(name)
+    except (ConfigError, SourceError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    async def probe() -> CompletionResponse:
+        try:
+            return await target.complete(CompletionRequest.from_prompt(prompt))
+        finally:
+            await pool.aclose()
+
+    label = f"{name} ({config.kind}{' ' + config.model if config.model else ''})"
+    try:
+        response = asyncio.run(probe())
+    except TargetError as exc:
+        typer.echo(f"FAILED {label}: {exc.message}", err=True)
+        raise typer.Exit(1) from None
+    reply = " ".join(response.text.split())
+    if len(reply) > _PREVIEW:
+        reply = reply[:_PREVIEW] + "..."
+    usage = response.usage
+    typer.echo(
+        f"ok {label}: {response.latency_ms:.0f} ms, {usage.input_tokens} in / {usage.output_tokens} out "
+        f"tokens, finish={response.finish_reason or '-'}"
+    )
+    typer.echo(f"reply: {reply!r}")
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(
+        help="List configured targets and check that one answers.", no_args_is_help=True
+    )
+    group.command("list")(list_targets)
+    group.command("check")(check_target)
+    app.add_typer(group, name="targets")

@@ -1,0 +1,76 @@
+"""GitHub Actions output: the Markdown summary on the job page, annotations for bad cases.
+
+Escaping follows the workflow-command rules: in messages ``%``, CR and LF are percent-encoded;
+in properties (``title=``) ``:`` and ``,`` are encoded as well.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TextIO
+
+from evalrun.reporters import markdown
+from evalrun.reporters.bundle_view import BundleView, case_problems, load_bundle
+
+#: GitHub refuses job summaries over 1 MiB; stay well under it.
+SUMMARY_LIMIT = 900_000
+ANNOTATION_LIMIT = 50
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(view: BundleView, *, limit: int = ANNOTATION_LIMIT) -> list[str]:
+    """``::error`` lines for failed and errored cases (at most ``limit``, then a notice)."""
+    bad = view.failures
+    lines = []
+    for case in bad[:limit]:
+        title = f"{view.title}: {view.label(case)} {case.status}"
+        score = "-" if case.score is None else f"{case.score:.3f}"
+        message = "\n".join([f"score {score}", *case_problems(case)])
+        lines.append(f"::error title={escape_property(title)}::{escape_data(message)}")
+    if len(bad) > limit:
+        more = f"{len(bad) - limit} more failed or errored case(s); see the job summary"
+        lines.append(f"::notice title={escape_property(view.title)}::{escape_data(more)}")
+    return lines
+
+
+def job_summary(view: BundleView) -> str:
+    text = markdown.render(view, details=False)
+    if len(text.encode()) > SUMMARY_LIMIT:
+        text = markdown.render(view, details=False, max_failures=20)
+    return text
+
+
+def github_actions_report(
+    run: BundleView | Path | str,
+    *,
+    env: Mapping[str, str] | None = None,
+    stream: TextIO | None = None,
+    limit: int = ANNOTATION_LIMIT,
+) -> bool:
+    """When running under GitHub Actions, write the job summary and annotations.
+
+    Returns False (and does nothing) outside GitHub Actions.
+    """
+    env = os.environ if env is None else env
+    if env.get("GITHUB_ACTIONS") != "true":
+        return False
+    view = run if isinstance(run, BundleView) else load_bundle(run)
+    summary_path = env.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as handle:
+            handle.write(job_summary(view) + "\n")
+    out = sys.stdout if stream is None else stream
+    for line in annotations(view, limit=limit):
+        out.write(line + "\n")
+    out.flush()
+    return True

@@ -1,0 +1,235 @@
+"""report.md: a summary for people and for GitHub's job summary.
+
+All case text is escaped: it is HTML-escaped (GitHub renders inline HTML) and Markdown's
+active characters are backslash-escaped, so a grader's reason cannot inject markup.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import Any
+
+from evalrun.reporters import fmt
+from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
+from evalrun.results.models import CaseResult, GraderResult
+
+_MD_ACTIVE = re.compile(r"([\\`*_\[\]{}#!|~])")
+OUTPUT_LIMIT = 4000
+
+
+def text(value: Any) -> str:
+    """Inline Markdown text: escaped, one line."""
+    escaped = _MD_ACTIVE.sub(r"\\\1", html.escape(str(value), quote=False))
+    return re.sub(r"\s*\n\s*", " ", escaped).strip()
+
+
+def cell(value: Any) -> str:
+    """A table cell: like :func:`text` but keeps line breaks as ``<br>``."""
+    escaped = _MD_ACTIVE.sub(r"\\\1", html.escape(str(value), quote=False))
+    return "<br>".join(line.strip() for line in escaped.strip().splitlines()) or " "
+
+
+def pre(value: Any) -> str:
+    return f"<pre>{html.escape(str(value), quote=False)}</pre>"
+
+
+def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    aligns = [("---:" if a == "r" else "---") for a in align.ljust(len(header), "l")]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(aligns) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _run_lines(view: BundleView) -> list[str]:
+    s = view.summary
+    lines = [f"# Eval report: {text(view.title)}", ""]
+    if s.get("description"):
+        lines += [text(s["description"]), ""]
+    state = "complete" if s.get("complete") else "incomplete"
+    if s.get("interrupted"):
+        state += " (interrupted)"
+    rows = [
+        ["Target", cell(s.get("target") or "–")],
+        ["Judge", cell(s.get("judge") or "–")],
+        ["Started", cell(s.get("started_at") or "–")],
+        ["Duration", fmt.seconds(s.get("duration_s"))],
+        ["State", state if s.get("complete") is not None else "–"],
+        ["Threshold", cell(s.get("threshold") if s.get("threshold") is not None else "–")],
+        ["Exit code", cell(s.get("exit_code") if s.get("exit_code") is not None else "–")],
+    ]
+    if (s.get("repeat") or 1) > 1:
+        rows.append(["Repeats", str(s["repeat"])])
+    return lines + _table(["Run", ""], rows)
+
+
+def _summary_lines(view: BundleView) -> list[str]:
+    c = view.stats.counts
+    row = [
+        str(len(view.stats.case_ids)),
+        str(c["total"]),
+        str(c["passed"]),
+        str(c["failed"]),
+        str(c["error"]),
+        str(c["unscored"]),
+        fmt.score(view.stats.mean_score),
+        fmt.percent(view.stats.pass_rate),
+    ]
+    header = [
+        "Cases",
+        "Results",
+        "Passed",
+        "Failed",
+        "Error",
+        "Unscored",
+        "Mean score",
+        "Pass rate",
+    ]
+    return ["## Summary", "", *_table(header, [row], "rrrrrrrr")]
+
+
+def _grader_lines(view: BundleView) -> list[str]:
+    if not view.graders:
+        return []
+    rows = [
+        [
+            cell(g.name),
+            fmt.score(g.mean),
+            fmt.score(g.median),
+            str(len(g.scores)),
+            str(g.passed),
+            str(g.failed),
+            str(g.error),
+            str(g.unscored),
+        ]
+        for g in view.graders.values()
+    ]
+    header = ["Grader", "Mean", "Median", "Scored", "Passed", "Failed", "Error", "Unscored"]
+    return ["## Graders", "", *_table(header, rows, "lrrrrrrr")]
+
+
+def _repeat_lines(view: BundleView) -> list[str]:
+    rep = view.repeats
+    if rep is None:
+        return []
+    ks = range(1, len(rep.pass_at_k) + 1)
+    lines = [f"## Repeat statistics ({rep.repeats} repeats)", ""]
+    header = ["", "Mean stdev", *(f"pass@{k}" for k in ks), "Unstable cases"]
+    rows = [
+        [
+            "**suite**",
+            fmt.score(rep.mean_stdev),
+            *map(fmt.score, rep.pass_at_k),
+            str(len(rep.unstable)),
+        ]
+    ]
+    for name, g in rep.graders.items():
+        padded = [fmt.score(v) for v in g.pass_at_k] + ["–"] * (len(ks) - len(g.pass_at_k))
+        rows.append([cell(name), fmt.score(g.mean_stdev), *padded[: len(ks)], str(len(g.unstable))])
+    lines += _table(header, rows, "l" + "r" * (len(ks) + 2))
+    unstable = [rep.cases[cid] for cid in rep.unstable]
+    if unstable:
+        lines += [f"Unstable cases (score stdev > {rep.bound:g}):", ""]
+        rows = [
+            [
+                cell(c.case_id),
+                str(c.overall.n),
+                fmt.score(c.overall.mean),
+                fmt.score(c.overall.median),
+                fmt.score(c.overall.stdev),
+                fmt.score(c.overall.pass_at_k[0] if c.overall.pass_at_k else None),
+            ]
+            for c in unstable
+        ]
+        lines += _table(["Case", "Runs", "Mean", "Median", "Stdev", "pass@1"], rows, "lrrrrr")
+    return lines
+
+
+def _failure_lines(view: BundleView, limit: int | None) -> list[str]:
+    failures = view.failures
+    if not failures:
+        return []
+    lines = [f"## Failures and errors ({len(failures)})", ""]
+    shown = failures if limit is None else failures[:limit]
+    for case in shown:
+        lines.append(
+            f"- {fmt.STATUS_ICONS[case.status]} **{text(view.label(case))}**: {case.status}, "
+            f"score {fmt.score(case.score)}"
+        )
+        lines += [f"  - {text(problem)}" for problem in case_problems(case)]
+    if len(shown) < len(failures):
+        lines.append(f"- … and {len(failures) - len(shown)} more (see report.html)")
+    return lines + [""]
+
+
+def _grader_detail(grader: GraderResult) -> list[str]:
+    lines = [f"- ✔ {text(h)}" for h in grader.hits]
+    lines += [f"- ✘ {text(m)}" for m in grader.misses]
+    if lines:
+        lines.append("")
+    if grader.checks:
+        rows = [
+            [
+                cell(ch.get("text", "")),
+                "✅" if ch.get("pass") else "❌",
+                fmt.score(ch.get("score") if isinstance(ch.get("score"), (int, float)) else None),
+                cell(ch.get("reason", "") or " "),
+            ]
+            for ch in grader.checks
+        ]
+        lines += _table(["Check", "Pass", "Score", "Reason"], rows, "llrl")
+    if grader.stderr_tail:
+        lines += [pre(grader.stderr_tail), ""]
+    if not lines:
+        return []
+    return [f"**{text(grader.name)}**", "", *lines]
+
+
+def _case_details(view: BundleView, case: CaseResult) -> list[str]:
+    summary = (
+        f"{fmt.STATUS_ICONS.get(case.status, '')} <b>{html.escape(view.label(case))}</b>: "
+        f"{case.status}, score {fmt.score(case.score)}"
+    )
+    lines = ["<details>", f"<summary>{summary}</summary>", ""]
+    if case.error:
+        lines += [f"**Error:** {text(case.error)}", ""]
+    if case.graders:
+        rows = [
+            [
+                cell(g.name),
+                f"{fmt.STATUS_ICONS.get(g.status, '')} {g.status}",
+                fmt.score(g.score),
+                f"{g.threshold:g}",
+                cell(g.reason or " "),
+            ]
+            for g in case.graders
+        ]
+        lines += _table(["Grader", "Status", "Score", "Threshold", "Reason"], rows, "llrrl")
+    for grader in case.graders:
+        lines += _grader_detail(grader)
+    if case.output is not None:
+        lines += ["<b>Output</b>", "", pre(fmt.clip(str(case.output), OUTPUT_LIMIT)), ""]
+    duration = case_duration_s(case)
+    calls = view.calls_for(case)
+    meta = [f"time {fmt.seconds(duration)}"] if duration is not None else []
+    if calls:
+        meta.append(f"{len(calls)} judge call(s)")
+    if meta:
+        lines += [", ".join(meta), ""]
+    return lines + ["</details>", ""]
+
+
+def render(view: BundleView, *, details: bool = True, max_failures: int | None = None) -> str:
+    """The whole report; ``details=False`` leaves out the per-case sections (job summaries)."""
+    lines = (
+        _run_lines(view)
+        + _summary_lines(view)
+        + _grader_lines(view)
+        + _repeat_lines(view)
+        + _failure_lines(view, max_failures)
+    )
+    if details and view.cases:
+        lines += ["## Cases", ""]
+        for case in view.cases:
+            lines += _case_details(view, case)
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,209 @@
+"""``evalrun merge``: join shard bundles into one bundle equal to an unsharded run's.
+
+Results are re-sorted by case id then repeat and the summary is recomputed from them with the
+same :func:`~evalrun.results.summary.summarize` the runner uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from evalrun.reporters import write_reports
+from evalrun.results import bundle
+from evalrun.results.bundle import BundleWriter
+from evalrun.results.models import CaseResult
+from evalrun.results.summary import latest_results, summarize
+
+_SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+#: Exit codes that a merge keeps from any shard, most severe first (DESIGN.md 7).
+_STICKY_EXIT = (130, 3, 2)
+
+
+class MergeError(ValueError):
+    """The shards cannot be joined (missing, overlapping or from different evals)."""
+
+
+@dataclass
+class Shard:
+    path: Path
+    cases: list[CaseResult]
+    summary: dict[str, Any]
+    calls: list[dict[str, Any]]
+
+
+@dataclass
+class MergeResult:
+    out_dir: Path
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    reports: list[Path] = field(default_factory=list)
+
+
+def _load(path: Path) -> Shard:
+    if not (path / bundle.RESULTS).is_file():
+        raise MergeError(f"{path}: not a run bundle (no {bundle.RESULTS})")
+    return Shard(
+        path=path,
+        cases=latest_results(bundle.read_results(path)),
+        summary=bundle.read_summary(path),
+        calls=bundle.read_judge_calls(path),
+    )
+
+
+def _parse_shard(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, dict) and "index" in value and "count" in value:
+        return int(value["index"]), int(value["count"])
+    match = _SHARD.match(value) if isinstance(value, str) else None
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def _moment(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _first(values: Iterable[Any]) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _coverage_warnings(summaries: list[dict[str, Any]]) -> list[str]:
+    shards = [_parse_shard(s.get("shard")) for s in summaries]
+    known = [s for s in shards if s is not None]
+    if not known:
+        return []
+    counts = {count for _, count in known}
+    if len(counts) > 1:
+        return [f"shards come from different splits: {sorted(counts)}"]
+    total = counts.pop()
+    missing = sorted(set(range(1, total + 1)) - {index for index, _ in known})
+    return [f"shard(s) {', '.join(f'{i}/{total}' for i in missing)} missing"] if missing else []
+
+
+def merged_meta(summaries: list[dict[str, Any]], warnings: list[str]) -> dict[str, Any]:
+    """Run metadata of the joined run: first known names, widest time span, worst state."""
+    meta: dict[str, Any] = {
+        key: _first(s.get(key) for s in summaries)
+        for key in (
+            "eval",
+            "eval_file",
+            "description",
+            "target",
+            "judge",
+            "threshold",
+            "max_errors",
+        )
+    }
+    starts = [m for s in summaries if (m := _moment(s.get("started_at")))]
+    ends = [m for s in summaries if (m := _moment(s.get("finished_at")))]
+    try:
+        meta["started_at"] = min(starts).isoformat() if starts else None
+        meta["finished_at"] = max(ends).isoformat() if ends else None
+        span = (max(ends) - min(starts)).total_seconds() if starts and ends else None
+    except TypeError:  # naive and aware timestamps mixed
+        meta["started_at"] = _first(s.get("started_at") for s in summaries)
+        meta["finished_at"] = _first(s.get("finished_at") for s in reversed(summaries))
+        span = None
+    durations = [
+        s["duration_s"] for s in summaries if isinstance(s.get("duration_s"), (int, float))
+    ]
+    meta["duration_s"] = span if span is not None else (max(durations) if durations else None)
+    meta["interrupted"] = any(bool(s.get("interrupted")) for s in summaries)
+    meta["complete"] = (
+        all(s.get("complete") is True for s in summaries)
+        and not meta["interrupted"]
+        and not warnings
+    )
+    repeats = [s["repeat"] for s in summaries if isinstance(s.get("repeat"), int)]
+    meta["repeat"] = max(repeats) if repeats else None
+    meta["merged_from"] = [
+        {"shard": s.get("shard"), "exit_code": s.get("exit_code"), "complete": s.get("complete")}
+        for s in summaries
+    ]
+    return meta
+
+
+def merged_exit_code(summaries: list[dict[str, Any]], summary: dict[str, Any]) -> int | None:
+    """The gates re-judged on the merged results, as the runner judges them: a failed case or a
+    mean below ``threshold`` -> 1; errors and unscored beyond ``max_errors`` -> 3 (when the
+    shards recorded ``max_errors``; otherwise a shard's 3 sticks). 130 and 2 always stick."""
+    codes = [s.get("exit_code") for s in summaries]
+    counts = summary["counts"]
+    if summary.get("interrupted"):
+        return 130
+    max_errors = _first(s.get("max_errors") for s in summaries)
+    sticky = _STICKY_EXIT if not isinstance(max_errors, int) else (130, 2)
+    for code in sticky:
+        if code in codes:
+            return code
+    if isinstance(max_errors, int) and counts["error"] + counts["unscored"] > max_errors:
+        return 3
+    threshold, mean = summary.get("threshold"), summary.get("mean_score")
+    below = isinstance(threshold, (int, float)) and (mean is None or mean < threshold)
+    return 1 if counts["failed"] or below else 0
+
+
+def merge_bundles(
+    run_dirs: Sequence[Path | str],
+    out_dir: Path | str,
+    *,
+    formats: Sequence[str] = (),
+    force: bool = False,
+) -> MergeResult:
+    """Write the joined bundle to ``out_dir`` and render ``formats`` reports into it."""
+    out_dir = Path(out_dir)
+    paths = [Path(p) for p in run_dirs]
+    if not paths:
+        raise MergeError("nothing to merge")
+    if any(p.resolve() == out_dir.resolve() for p in paths):
+        raise MergeError(f"{out_dir}: the output must not be one of the inputs")
+    if (out_dir / bundle.RESULTS).exists() and not force:
+        raise MergeError(f"{out_dir} already holds a bundle (use --force to overwrite)")
+    shards = [_load(p) for p in paths]
+
+    evals = {s.summary.get("eval") for s in shards} - {None}
+    if len(evals) > 1:
+        raise MergeError(f"shards come from different evals: {sorted(map(str, evals))}")
+    owner: dict[tuple[str, int], Path] = {}
+    overlaps = []
+    for shard in shards:
+        for case in shard.cases:
+            key = (case.id, case.repeat)
+            if key in owner:
+                overlaps.append(
+                    f"{case.id} (repeat {case.repeat}) in {owner[key]} and {shard.path}"
+                )
+            owner[key] = shard.path
+    if overlaps:
+        raise MergeError("shards overlap: " + "; ".join(overlaps[:5]))
+
+    summaries = [s.summary for s in shards]
+    warnings = _coverage_warnings(summaries)
+    cases = latest_results(c for s in shards for c in s.cases)
+    summary = summarize(cases, merged_meta(summaries, warnings))
+    summary["exit_code"] = merged_exit_code(summaries, summary)
+    if warnings:
+        summary["warnings"] = warnings
+
+    writer = BundleWriter(out_dir)
+    try:
+        for case in cases:
+            writer.add_case(case)
+        calls = [c for s in shards for c in s.calls]
+        calls.sort(key=lambda c: (str(c.get("case_id")), c.get("repeat") or 0))
+        writer.add_judge_calls(calls)
+        writer.write_summary(summary)
+    finally:
+        writer.close()
+    result = MergeResult(out_dir=out_dir, summary=summary, warnings=warnings)
+    if formats:
+        result.reports = write_reports(out_dir, formats)
+    return result

@@ -1,0 +1,122 @@
+"""The ``cli`` target: a program (typically an agent) that takes the prompt and prints the answer.
+
+The command is an argv list run without a shell. An element containing ``{prompt}`` gets the
+prompt substituted into it (still one argument); without a placeholder the prompt goes on stdin.
+The program runs in its own process group so a timeout kills everything it started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+from typing import Any
+
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TargetError,
+    TargetTimeout,
+    TokenUsage,
+)
+from evalrun.targets.config import ConfigError, TargetConfig
+
+PLACEHOLDER = "{prompt}"
+_STDERR_TAIL = 1000
+_REAP_TIMEOUT_S = 5.0
+
+
+def _argv(config: TargetConfig) -> list[str]:
+    command: Any = config.extra("command")
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if (
+        not isinstance(command, list)
+        or not command
+        or not all(isinstance(part, (str, int, float)) for part in command)
+    ):
+        raise ConfigError(
+            f"target '{config.name}' (cli) needs 'command': a non-empty list of arguments"
+        )
+    return [str(part) for part in command]
+
+
+def _env(config: TargetConfig) -> dict[str, str] | None:
+    extra: Any = config.extra("env")
+    if extra is None:
+        return None
+    if not isinstance(extra, dict):
+        raise ConfigError(f"target '{config.name}' (cli): 'env' must be a mapping")
+    return {**os.environ, **{str(k): str(v) for k, v in extra.items()}}
+
+
+class CliTarget:
+    kind = "cli"
+
+    def __init__(self, config: TargetConfig, api_key: str | None = None) -> None:
+        self.name = config.name
+        self.config = config
+        self.argv = _argv(config)
+        self.env = _env(config)
+        cwd = config.extra("cwd")
+        self.cwd = str(cwd) if cwd is not None else None
+        self.uses_stdin = not any(PLACEHOLDER in part for part in self.argv)
+
+    def _error(self, message: str, **kwargs: Any) -> TargetError:
+        return TargetError(f"cli target '{self.name}': {message}", target=self.name, **kwargs)
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        prompt = request.prompt_text
+        argv = [part.replace(PLACEHOLDER, prompt) for part in self.argv]
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE if self.uses_stdin else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=self.env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise self._error(f"cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+        stdin = prompt.encode() if self.uses_stdin else None
+        try:
+            stdout, stderr = await asyncio.wait_for(process.communicate(stdin), self.config.timeout)
+        except asyncio.TimeoutError:
+            await _kill_group(process)
+            raise TargetTimeout(
+                f"cli target '{self.name}': no answer within {self.config.timeout:g}s "
+                "(process group killed)",
+                target=self.name,
+            ) from None
+        except BaseException:
+            await _kill_group(process)
+            raise
+        if process.returncode != 0:
+            tail = stderr.decode(errors="replace").strip()[-_STDERR_TAIL:]
+            raise self._error(
+                f"command exited with status {process.returncode}"
+                + (f": {tail}" if tail else " and no stderr")
+            )
+        text = stdout.decode(errors="replace").strip()
+        return CompletionResponse(
+            text=text,
+            usage=TokenUsage(len(prompt.split()), len(text.split())),
+            finish_reason="stop",
+            model=self.config.model,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _kill_group(process: asyncio.subprocess.Process) -> None:
+    """Kill the whole group: children the program left behind may hold its pipes open."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    # wait() also waits for the pipes to close, which a child that left the group may hold
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(process.wait(), _REAP_TIMEOUT_S)

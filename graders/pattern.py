@@ -1,0 +1,373 @@
+"""Pattern judge: does a response carry out ReAct, CoVe, Reflexion or RAG (DESIGN.md 8)?
+
+``config.runs`` judge calls (default 3) each score six universal dimensions 0..5 (PIF, POI, PC,
+CA, SRC, IR), pattern robustness PR 0..1 and three pattern-specific dimensions 0..5. The median
+of each dimension over the parsed runs is kept; score = (universal sum + pattern sum) / 45, and
+the grader fails outright when a hard gate (POI, PC, CA >= 4, PR >= 0.75) does not hold.
+
+    python -m graders.pattern < payload.json     # config: {pattern: react, runs: 3}
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from grader_sdk import (
+    Abstain,
+    GraderInput,
+    ProxyNotConfigured,
+    TargetClient,
+    parse_json_reply,
+    script_grader,
+)
+from graders._judgekit import (
+    as_number,
+    clamp,
+    conversation_text,
+    dedupe,
+    load_definition,
+    median,
+    render,
+    runs_setting,
+    send_batch,
+    shorten,
+    temperature_setting,
+)
+
+SCORED_UNIVERSAL = ("PIF", "POI", "PC", "CA", "SRC", "IR")
+ROBUSTNESS = "PR"
+DEFAULT_RUNS = 3
+
+
+class UnknownPattern(ValueError):
+    """config.pattern names no pattern the judge definition knows."""
+
+
+@dataclass
+class DimensionDef:
+    code: str
+    title: str
+    definition: str
+    maximum: float = 5.0
+
+
+@dataclass
+class PatternSpec:
+    key: str
+    name: str
+    phases: list[str]
+    notes: str
+    dimensions: list[DimensionDef]
+    aliases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PatternJudge:
+    system_prompt: str
+    template: str
+    reply_schema: str
+    universal: list[DimensionDef]
+    patterns: dict[str, PatternSpec]
+    gates: dict[str, float]
+
+    def resolve(self, name: Any) -> PatternSpec:
+        if not isinstance(name, str) or not name.strip():
+            raise UnknownPattern(f"config.pattern is required (one of: {', '.join(self.patterns)})")
+        wanted = _squash(name)
+        for spec in self.patterns.values():
+            if wanted in {_squash(a) for a in (spec.key, spec.name, *spec.aliases)}:
+                return spec
+        raise UnknownPattern(f"unknown pattern '{name}' (known: {', '.join(self.patterns)})")
+
+
+@dataclass
+class RunScores:
+    universal: dict[str, float]
+    pattern: dict[str, float]
+    failures: list[str] = field(default_factory=list)
+    confidence: float | None = None
+
+
+@dataclass
+class PatternScore:
+    pattern: str
+    universal_scores: dict[str, float]
+    pattern_scores: dict[str, float]
+    overall_universal: float
+    overall_pattern: float
+    combined_score: float
+    max_score: float
+    score: float
+    hard_gates_passed: bool
+    hard_gate_failures: list[str]
+    failures: list[str]
+    pass_rate: float
+    confidence: float | None
+    runs: int
+    successful_runs: int
+    temperature: float
+    unparsed: list[str] = field(default_factory=list)
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def load_judge(path: str | None = None) -> PatternJudge:
+    data = load_definition("pattern", path)
+    universal = [
+        DimensionDef(code, spec["title"], spec["definition"].strip(), float(spec.get("max", 5)))
+        for code, spec in data["universal"].items()
+    ]
+    patterns = {
+        key: PatternSpec(
+            key=key,
+            name=spec["name"],
+            phases=list(spec["phases"]),
+            notes=str(spec.get("notes", "")).strip(),
+            dimensions=[
+                DimensionDef(code, d["title"], d["definition"].strip())
+                for code, d in spec["dimensions"].items()
+            ],
+            aliases=list(spec.get("aliases") or []),
+        )
+        for key, spec in data["patterns"].items()
+    }
+    gates = {str(k): float(v) for k, v in (data.get("hard_gates") or {}).items()}
+    return PatternJudge(
+        system_prompt=str(data["system_prompt"]),
+        template=str(data["template"]),
+        reply_schema=str(data.get("reply_schema", "")),
+        universal=universal,
+        patterns=patterns,
+        gates=gates,
+    )
+
+
+def _describe(dims: Sequence[DimensionDef], show_range: bool) -> str:
+    lines = []
+    for d in dims:
+        scale = f" [0..{d.maximum:g}]" if show_range and d.maximum != 5 else ""
+        lines.append(f"- {d.code} ({d.title}){scale}: {d.definition}")
+    return "\n".join(lines)
+
+
+def build_prompt(judge: PatternJudge, spec: PatternSpec, task: str, response: str) -> str:
+    return render(
+        judge.template,
+        {
+            "pattern": spec.name,
+            "phases": " -> ".join(spec.phases),
+            "pattern_notes": spec.notes,
+            "universal": _describe(judge.universal, show_range=True),
+            "specific": _describe(spec.dimensions, show_range=False),
+            "task": task or "(not given)",
+            "response": response,
+            "reply_schema": judge.reply_schema,
+        },
+    )
+
+
+def _get(mapping: Mapping[str, Any], code: str) -> Any:
+    if code in mapping:
+        return mapping[code]
+    for key, value in mapping.items():
+        if isinstance(key, str) and key.upper() == code.upper():
+            return value
+    return None
+
+
+def _section(data: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
+    for name in names:
+        value = _get(data, name)
+        if isinstance(value, Mapping):
+            return value
+    return data
+
+
+def _fraction(value: float) -> float:
+    """A 0..1 share; percentages (1 < x <= 100) are read as percent."""
+    if 1.0 < value <= 100.0:
+        value /= 100.0
+    return clamp(value, 0.0, 1.0)
+
+
+def parse_run(text: str, judge: PatternJudge, spec: PatternSpec) -> RunScores | str:
+    """One judge reply as scores, or a short explanation of why it cannot be used."""
+    data = parse_json_reply(text) if text.strip() else None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, Mapping):
+        return "no JSON object in the reply"
+    universal_block = _section(data, "universal", "universal_scores")
+    pattern_block = _section(data, "pattern", "pattern_scores", "specific")
+    universal: dict[str, float] = {}
+    pattern: dict[str, float] = {}
+    missing: list[str] = []
+    for dim in judge.universal:
+        value = as_number(_get(universal_block, dim.code))
+        if value is None:
+            value = as_number(_get(data, dim.code))
+        if value is None:
+            missing.append(dim.code)
+        elif dim.maximum == 1:
+            universal[dim.code] = _fraction(value)
+        else:
+            universal[dim.code] = clamp(value, 0.0, dim.maximum)
+    for dim in spec.dimensions:
+        value = as_number(_get(pattern_block, dim.code))
+        if value is None:
+            value = as_number(_get(data, dim.code))
+        if value is None:
+            missing.append(dim.code)
+        else:
+            pattern[dim.code] = clamp(value, 0.0, dim.maximum)
+    if missing:
+        return f"missing or non-numeric: {', '.join(missing)}"
+    failures_raw = _get(data, "failures")
+    failures = [str(f) for f in failures_raw] if isinstance(failures_raw, list) else []
+    confidence = as_number(_get(data, "confidence"))
+    return RunScores(
+        universal,
+        pattern,
+        failures,
+        _fraction(confidence) if confidence is not None else None,
+    )
+
+
+def median_per_key(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    keys = list(dict.fromkeys(k for row in rows for k in row))
+    return {k: median([row[k] for row in rows if k in row]) for k in keys}
+
+
+def gate_failures(universal: Mapping[str, float], gates: Mapping[str, float]) -> list[str]:
+    failures = []
+    for code, minimum in gates.items():
+        value = universal.get(code)
+        if value is None or value < minimum:
+            shown = "missing" if value is None else f"{value:g}"
+            failures.append(f"hard gate {code} >= {minimum:g} failed ({shown})")
+    return failures
+
+
+def summarise(
+    judge: PatternJudge,
+    spec: PatternSpec,
+    parsed: Sequence[RunScores],
+    runs: int,
+    temperature: float,
+    unparsed: Sequence[str] = (),
+) -> PatternScore:
+    if not parsed:
+        raise ValueError("no parsed runs to summarise")
+    universal = median_per_key([r.universal for r in parsed])
+    pattern = median_per_key([r.pattern for r in parsed])
+    overall_universal = sum(universal[c] for c in SCORED_UNIVERSAL if c in universal)
+    overall_pattern = sum(pattern.values())
+    scored_max = sum(d.maximum for d in judge.universal if d.code in SCORED_UNIVERSAL)
+    max_score = scored_max + sum(d.maximum for d in spec.dimensions)
+    combined = overall_universal + overall_pattern
+    gates = gate_failures(universal, judge.gates)
+    confidences = [r.confidence for r in parsed if r.confidence is not None]
+    return PatternScore(
+        pattern=spec.key,
+        universal_scores=universal,
+        pattern_scores=pattern,
+        overall_universal=overall_universal,
+        overall_pattern=overall_pattern,
+        combined_score=combined,
+        max_score=max_score,
+        score=combined / max_score if max_score else 0.0,
+        hard_gates_passed=not gates,
+        hard_gate_failures=gates,
+        failures=dedupe(f for r in parsed for f in r.failures),
+        pass_rate=len(parsed) / runs,
+        confidence=median(confidences) if confidences else None,
+        runs=runs,
+        successful_runs=len(parsed),
+        temperature=temperature,
+        unparsed=list(unparsed),
+    )
+
+
+def subject_texts(inp: GraderInput) -> tuple[str, str]:
+    """(task shown to the judge, response under judgement) per config.subject."""
+    subject = (inp.config or {}).get("subject", "output")
+    task = inp.question or conversation_text(inp.input)
+    if subject == "input":
+        return "", conversation_text(inp.input)
+    if subject != "output":
+        raise ValueError(f"config.subject must be 'output' or 'input', got {subject!r}")
+    if inp.output is None:
+        raise Abstain("no candidate output to grade (set config.subject: input to grade the input)")
+    return task, inp.output
+
+
+def evaluate(inp: GraderInput, client: Any, judge: PatternJudge | None = None) -> dict[str, Any]:
+    config = inp.config or {}
+    judge = judge or load_judge(config.get("definitions"))
+    spec = judge.resolve(config.get("pattern"))
+    runs = runs_setting(config, DEFAULT_RUNS)
+    temperature = temperature_setting(config, runs)
+    task, response = subject_texts(inp)
+    if not response.strip():
+        raise Abstain("the text to grade is empty")
+    request = {
+        "question": build_prompt(judge, spec, task, response),
+        "system_prompt": judge.system_prompt,
+        "temperature": temperature,
+    }
+    replies = send_batch(client, [dict(request) for _ in range(runs)], inp.max_calls)
+    parsed: list[RunScores] = []
+    unparsed: list[str] = []
+    for index, reply in enumerate(replies, start=1):
+        run = parse_run(reply.raw_text, judge, spec)
+        if isinstance(run, RunScores):
+            parsed.append(run)
+        else:
+            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
+    if not parsed:
+        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+    return to_grader_output(
+        summarise(judge, spec, parsed, runs, temperature, unparsed), judge.gates
+    )
+
+
+def to_grader_output(result: PatternScore, gates: Mapping[str, float]) -> dict[str, Any]:
+    dims = ", ".join(
+        f"{k} {v:g}" for k, v in {**result.universal_scores, **result.pattern_scores}.items()
+    )
+    reason = (
+        f"{result.pattern}: {result.combined_score:g}/{result.max_score:g} "
+        f"(universal {result.overall_universal:g}, pattern {result.overall_pattern:g}); "
+        f"{dims}; {result.successful_runs}/{result.runs} runs parsed"
+    )
+    if result.hard_gate_failures:
+        reason += "; " + "; ".join(result.hard_gate_failures)
+    out: dict[str, Any] = {
+        "score": result.score,
+        "reason": reason,
+        "hits": [
+            f"hard gate {code} >= {minimum:g} held ({result.universal_scores[code]:g})"
+            for code, minimum in gates.items()
+            if code in result.universal_scores and result.universal_scores[code] >= minimum
+        ],
+        "misses": [*result.hard_gate_failures, *result.failures[:10]],
+        "details": asdict(result),
+    }
+    if not result.hard_gates_passed:
+        out["pass"] = False
+    return out
+
+
+@script_grader
+def main(inp: GraderInput) -> dict[str, Any]:
+    """Runs at once under ``python -m graders.pattern``; importing only defines it."""
+    try:
+        client = TargetClient.from_env()
+    except ProxyNotConfigured as exc:
+        raise Abstain(str(exc)) from None
+    return evaluate(inp, client)

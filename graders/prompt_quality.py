@@ -1,0 +1,264 @@
+"""Prompt quality: clarity, effectiveness, structure, specificity, completeness, each 0..10.
+
+``config.runs`` judge calls (default 1); the median per dimension over the parsed runs; overall =
+mean of the five; grade A/B/C/D/F at 90/80/70/60 percent; pass at overall >= 7.0; score =
+overall / 10. Prompts over 18,000 characters are cut to their first 16,000 and last 1,000.
+
+    python -m graders.prompt_quality < payload.json     # config: {subject: input, runs: 1}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from grader_sdk import (
+    Abstain,
+    GraderInput,
+    ProxyNotConfigured,
+    TargetClient,
+    parse_json_reply,
+    script_grader,
+)
+from graders._judgekit import (
+    as_number,
+    clamp,
+    conversation_text,
+    dedupe,
+    load_definition,
+    median,
+    render,
+    runs_setting,
+    send_batch,
+    shorten,
+    temperature_setting,
+    truncate_middle,
+)
+
+DIMENSIONS = ("clarity", "effectiveness", "structure", "specificity", "completeness")
+MAX_POINTS = 10.0
+MAX_IMPROVEMENTS = 5
+DEFAULT_GRADES = (("A", 90.0), ("B", 80.0), ("C", 70.0), ("D", 60.0))
+
+
+@dataclass
+class PromptJudge:
+    system_prompt: str
+    template: str
+    reply_schema: str
+    dimensions: dict[str, str]
+    pass_score: float = 7.0
+    grades: tuple[tuple[str, float], ...] = DEFAULT_GRADES
+
+
+@dataclass
+class RunScores:
+    scores: dict[str, float]
+    improvements: list[str] = field(default_factory=list)
+    confidence: float | None = None
+    summary: str = ""
+
+
+@dataclass
+class PromptScore:
+    scores: dict[str, float]
+    overall_score: float
+    score: float
+    grade: str
+    passed: bool
+    improvements: list[str]
+    confidence: float | None
+    runs: int
+    successful_runs: int
+    pass_rate: float
+    temperature: float
+    truncated: bool
+    prompt_chars: int
+    summary: str = ""
+    unparsed: list[str] = field(default_factory=list)
+
+
+def load_judge(path: str | None = None) -> PromptJudge:
+    data = load_definition("prompt_standard", path)
+    grades = tuple(
+        sorted(
+            ((str(k), float(v)) for k, v in (data.get("grades") or {}).items()),
+            key=lambda item: -item[1],
+        )
+    )
+    return PromptJudge(
+        system_prompt=str(data["system_prompt"]),
+        template=str(data["template"]),
+        reply_schema=str(data.get("reply_schema", "")),
+        dimensions={k: str(v["definition"]).strip() for k, v in data["dimensions"].items()},
+        pass_score=float(data.get("pass_score", 7.0)),
+        grades=grades or DEFAULT_GRADES,
+    )
+
+
+def grade_for(overall: float, grades: Sequence[tuple[str, float]] = DEFAULT_GRADES) -> str:
+    """Letter for an overall 0..10 score: the first grade whose percent threshold is met."""
+    percent = round(overall / MAX_POINTS * 100, 9)
+    for letter, minimum in sorted(grades, key=lambda item: -item[1]):
+        if percent >= minimum:
+            return letter
+    return "F"
+
+
+def build_prompt(judge: PromptJudge, prompt: str) -> str:
+    listing = "\n".join(f"- {name}: {text}" for name, text in judge.dimensions.items())
+    return render(
+        judge.template,
+        {"dimensions": listing, "prompt": prompt, "reply_schema": judge.reply_schema},
+    )
+
+
+def _get(mapping: Mapping[str, Any], key: str) -> Any:
+    for actual, value in mapping.items():
+        if isinstance(actual, str) and actual.lower() == key:
+            return value
+    return None
+
+
+def parse_run(text: str, dimensions: Sequence[str] = DIMENSIONS) -> RunScores | str:
+    """One judge reply as scores, or a short explanation of why it cannot be used."""
+    data = parse_json_reply(text) if text.strip() else None
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    if not isinstance(data, Mapping):
+        return "no JSON object in the reply"
+    block = _get(data, "scores")
+    if not isinstance(block, Mapping):
+        block = data
+    scores: dict[str, float] = {}
+    missing = []
+    for name in dimensions:
+        value = as_number(_get(block, name))
+        if value is None:
+            missing.append(name)
+        else:
+            scores[name] = clamp(value, 0.0, MAX_POINTS)
+    if missing:
+        return f"missing or non-numeric: {', '.join(missing)}"
+    raw_improvements = _get(data, "improvements")
+    if isinstance(raw_improvements, str):
+        raw_improvements = [raw_improvements]
+    improvements = [str(i) for i in raw_improvements or [] if isinstance(i, str | int | float)]
+    confidence = as_number(_get(data, "confidence"))
+    if confidence is not None and 1.0 < confidence <= 100.0:
+        confidence /= 100.0
+    return RunScores(
+        scores,
+        improvements,
+        clamp(confidence, 0.0, 1.0) if confidence is not None else None,
+        str(_get(data, "summary") or ""),
+    )
+
+
+def summarise(
+    judge: PromptJudge,
+    parsed: Sequence[RunScores],
+    runs: int,
+    temperature: float,
+    truncated: bool,
+    prompt_chars: int,
+    unparsed: Sequence[str] = (),
+) -> PromptScore:
+    if not parsed:
+        raise ValueError("no parsed runs to summarise")
+    names = list(judge.dimensions)
+    scores = {n: median([r.scores[n] for r in parsed]) for n in names}
+    overall = sum(scores.values()) / len(scores)
+    confidences = [r.confidence for r in parsed if r.confidence is not None]
+    return PromptScore(
+        scores=scores,
+        overall_score=overall,
+        score=overall / MAX_POINTS,
+        grade=grade_for(overall, judge.grades),
+        passed=overall >= judge.pass_score,
+        improvements=dedupe((i for r in parsed for i in r.improvements), MAX_IMPROVEMENTS),
+        confidence=median(confidences) if confidences else None,
+        runs=runs,
+        successful_runs=len(parsed),
+        pass_rate=len(parsed) / runs,
+        temperature=temperature,
+        truncated=truncated,
+        prompt_chars=prompt_chars,
+        summary=next((r.summary for r in parsed if r.summary), ""),
+        unparsed=list(unparsed),
+    )
+
+
+def subject_text(inp: GraderInput) -> str:
+    subject = (inp.config or {}).get("subject", "input")
+    if subject == "input":
+        return conversation_text(inp.input)
+    if subject == "output":
+        if inp.output is None:
+            raise Abstain("config.subject is 'output' but the case has no output")
+        return inp.output
+    raise ValueError(f"config.subject must be 'input' or 'output', got {subject!r}")
+
+
+def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) -> dict[str, Any]:
+    config = inp.config or {}
+    judge = judge or load_judge(config.get("definitions"))
+    if config.get("pass_score") is not None:
+        pass_score = as_number(config["pass_score"])
+        if pass_score is None:
+            raise ValueError(f"config.pass_score must be a number, got {config['pass_score']!r}")
+        judge = replace(judge, pass_score=pass_score)
+    runs = runs_setting(config, 1)
+    temperature = temperature_setting(config, runs)
+    prompt = subject_text(inp)
+    if not prompt.strip():
+        raise Abstain("the prompt to grade is empty")
+    shown = truncate_middle(prompt)
+    request = {
+        "question": build_prompt(judge, shown),
+        "system_prompt": judge.system_prompt,
+        "temperature": temperature,
+    }
+    replies = send_batch(client, [dict(request) for _ in range(runs)], inp.max_calls)
+    parsed: list[RunScores] = []
+    unparsed: list[str] = []
+    for index, reply in enumerate(replies, start=1):
+        run = parse_run(reply.raw_text, tuple(judge.dimensions))
+        if isinstance(run, RunScores):
+            parsed.append(run)
+        else:
+            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
+    if not parsed:
+        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+    result = summarise(judge, parsed, runs, temperature, shown != prompt, len(prompt), unparsed)
+    return to_grader_output(result, judge.pass_score)
+
+
+def to_grader_output(result: PromptScore, pass_score: float) -> dict[str, Any]:
+    dims = ", ".join(f"{k} {v:g}" for k, v in result.scores.items())
+    verdict = "pass" if result.passed else f"below {pass_score:g}"
+    reason = (
+        f"overall {result.overall_score:.2f}/10, grade {result.grade} ({verdict}); {dims}; "
+        f"{result.successful_runs}/{result.runs} runs parsed"
+    )
+    if result.truncated:
+        reason += f"; prompt truncated from {result.prompt_chars} characters"
+    return {
+        "score": result.score,
+        "pass": result.passed,
+        "reason": reason,
+        "hits": [f"{k} {v:g}/10" for k, v in result.scores.items() if v >= pass_score],
+        "misses": [f"{k} {v:g}/10" for k, v in result.scores.items() if v < pass_score],
+        "details": asdict(result),
+    }
+
+
+@script_grader
+def main(inp: GraderInput) -> dict[str, Any]:
+    """Runs at once under ``python -m graders.prompt_quality``; importing only defines it."""
+    try:
+        client = TargetClient.from_env()
+    except ProxyNotConfigured as exc:
+        raise Abstain(str(exc)) from None
+    return evaluate(inp, client)

@@ -1,0 +1,602 @@
+"""The proxy's HTTP app: the grader-facing routes of DESIGN.md 5 over a ``GrantRegistry``.
+
+Every judge call passes through here, so the five routes are served from one raw ASGI layer
+(Host/Origin check, body cap, dispatch, JSON bytes out) in front of FastAPI. FastAPI still
+declares the same routes, which gives ``/openapi.json``, JSON 404/405 answers, and a second,
+equivalent way in for anything the fast path does not match.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    Target,
+    TargetError,
+    TargetTimeout,
+    UnsupportedRequest,
+)
+from proxy.grants import Grant, GrantRegistry
+from proxy.wire import (
+    ChatCompletionRequest,
+    ChatCompletionResponse,
+    ErrorResponse,
+    InfoResponse,
+    InvokeBatchRequest,
+    InvokeBatchResponse,
+    InvokeRequest,
+    InvokeResponse,
+    ModelList,
+    TextPart,
+)
+
+_LOOPBACK_HOST = re.compile(rb"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE)
+_LOOPBACK_ORIGIN = re.compile(
+    rb"^https?://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE
+)
+_FINISH_REASONS = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "tool_calls",
+    "content_filter": "content_filter",
+}
+_JSON_HEADER = (b"content-type", b"application/json")
+
+Reply = tuple[int, bytes]
+Handler = Callable[[str | None, bytes], Awaitable[Reply]]
+
+
+class ProxyError(Exception):
+    """An error answer: HTTP status plus the contract's ``{"error": {code, message, ...}}``."""
+
+    def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.extra = extra
+
+    def reply(self) -> Reply:
+        return self.status, _dumps(
+            {"error": {"code": self.code, "message": self.message, **self.extra}}
+        )
+
+
+def _dumps(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _bearer(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return token.strip() or None
+
+
+def _parse(model: type[BaseModel], body: bytes) -> Any:
+    try:
+        return model.model_validate_json(body or b"null")
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+            for e in exc.errors(include_url=False, include_input=False)[:5]
+        )
+        raise ProxyError(400, "bad_request", f"invalid request body: {problems}") from None
+
+
+def _chat_text(content: str | list[TextPart] | None) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    return "\n".join(part.text for part in content)
+
+
+def _invoke_payload(name: str, response: CompletionResponse, latency_ms: float) -> dict[str, Any]:
+    usage = response.usage
+    return {
+        "output": [{"role": "assistant", "content": response.text}],
+        "rawText": response.text,
+        "tokenUsage": {
+            "input": usage.input_tokens,
+            "output": usage.output_tokens,
+            "total": usage.input_tokens + usage.output_tokens,
+        },
+        "target": name,
+        "cached": response.cached or response.replayed,
+        "latencyMs": round(latency_ms, 3),
+    }
+
+
+def _cancelling() -> bool:
+    """True when the handler itself is being cancelled (not just the upstream call)."""
+    task = asyncio.current_task()
+    cancelling: Callable[[], int] | None = getattr(task, "cancelling", None)
+    return bool(cancelling and cancelling())
+
+
+class ProxyRoutes:
+    """The five routes as plain ``(authorization header, body) -> (status, JSON bytes)``."""
+
+    def __init__(
+        self,
+        registry: GrantRegistry,
+        resolve_target: Callable[[str], Target],
+        target_names: list[str],
+    ) -> None:
+        self.registry = registry
+        self._resolve_target = resolve_target
+        self._known = set(target_names)
+        self._resolved: dict[str, Target] = {}
+        self.table: dict[tuple[str, str], Handler] = {
+            ("GET", "/info"): self.info,
+            ("POST", "/invoke"): self.invoke,
+            ("POST", "/invokeBatch"): self.invoke_batch,
+            ("POST", "/v1/chat/completions"): self.chat_completions,
+            ("GET", "/v1/models"): self.models,
+        }
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _authorize(self, authorization: str | None) -> Grant:
+        if self.registry.closing:
+            raise ProxyError(503, "shutting_down", "the judge proxy is shutting down")
+        grant = self.registry.lookup(_bearer(authorization))
+        if grant is None:
+            raise ProxyError(401, "unauthorized", "missing, invalid or revoked token")
+        return grant
+
+    def _pick(self, grant: Grant, name: str | None, *, lenient: bool = False) -> str:
+        """The target a request names, or the grant's default. ``lenient`` (OpenAI route): a
+        model that is not a configured target means the default, since clients send their own."""
+        if name is None or (lenient and not name):
+            return grant.default_target
+        if name in grant.allowed:
+            return name
+        if lenient and name not in self._known:
+            return grant.default_target
+        raise ProxyError(
+            400,
+            "unknown_target",
+            f"target '{name}' is not available to this grader "
+            f"(allowed: {', '.join(grant.allowed)})",
+            allowed=list(grant.allowed),
+        )
+
+    def _reserve(self, grant: Grant, n: int) -> None:
+        if self.registry.reserve(grant, n):
+            return
+        extra: dict[str, Any] = {"limit": grant.max_calls, "used": grant.used}
+        if n != 1:
+            extra["requested"] = n
+        raise ProxyError(
+            429,
+            "max_calls_exceeded",
+            f"this grader may make {grant.max_calls} judge calls and has used {grant.used}",
+            **extra,
+        )
+
+    def _target(self, name: str) -> Target:
+        target = self._resolved.get(name)
+        if target is None:
+            try:
+                target = self._resolve_target(name)
+            except Exception as exc:
+                message = self._redact(f"target '{name}': {exc}")
+                raise ProxyError(502, "upstream_error", message) from None
+            self._resolved[name] = target
+        return target
+
+    def _redact(self, text: str) -> str:
+        return self.registry.redactor.text(text) or ""
+
+    async def _call(
+        self, grant: Grant, name: str, request: CompletionRequest, question: str
+    ) -> tuple[CompletionResponse, float]:
+        """One reserved upstream call, cancellable through the grant, always recorded."""
+        target = self._target(name)
+        started = time.perf_counter()
+        task = asyncio.ensure_future(target.complete(request))
+        grant.tasks.add(task)
+        task.add_done_callback(grant.tasks.discard)
+        error: ProxyError
+        try:
+            response = await task
+        except asyncio.CancelledError:
+            if _cancelling():
+                task.cancel()
+                raise
+            if self.registry.closing:
+                error = ProxyError(503, "shutting_down", "the judge proxy is shutting down")
+            else:
+                error = ProxyError(401, "unauthorized", "the grant was revoked")
+        except TargetTimeout as exc:
+            error = ProxyError(504, "upstream_timeout", self._redact(exc.message))
+        except UnsupportedRequest as exc:
+            error = ProxyError(422, "unsupported_request", self._redact(exc.message))
+        except TargetError as exc:
+            error = ProxyError(502, "upstream_error", self._redact(exc.message))
+        except Exception as exc:
+            error = ProxyError(502, "upstream_error", self._redact(str(exc) or type(exc).__name__))
+        else:
+            latency = (time.perf_counter() - started) * 1000
+            usage = response.usage
+            self.registry.record(
+                grant,
+                target=name,
+                ok=True,
+                latency_ms=latency,
+                question=question,
+                system_prompt=request.system_prompt,
+                task=request.task,
+                response=response.text,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cached=response.cached,
+                replayed=response.replayed,
+                cost_usd=response.cost_usd,
+            )
+            return response, latency
+        self.registry.record(
+            grant,
+            target=name,
+            ok=False,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            question=question,
+            system_prompt=request.system_prompt,
+            task=request.task,
+            error_code=error.code,
+        )
+        raise error
+
+    @staticmethod
+    def _completion(item: InvokeRequest) -> CompletionRequest:
+        return CompletionRequest(
+            messages=[{"role": "user", "content": item.question}],
+            system_prompt=item.system_prompt,
+            temperature=item.temperature,
+            max_tokens=item.max_tokens,
+            response_format=item.response_format,
+            task=item.task,
+        )
+
+    # --- routes ---------------------------------------------------------------------------------
+
+    async def info(self, authorization: str | None, body: bytes) -> Reply:
+        grant = self._authorize(authorization)
+        return 200, _dumps(
+            {
+                "targetName": grant.default_target,
+                "callCount": grant.used,
+                "maxCalls": grant.max_calls,
+                "availableTargets": list(grant.allowed),
+            }
+        )
+
+    async def invoke(self, authorization: str | None, body: bytes) -> Reply:
+        grant = self._authorize(authorization)
+        item = _parse(InvokeRequest, body)
+        name = self._pick(grant, item.target)
+        self._reserve(grant, 1)
+        response, latency = await self._call(grant, name, self._completion(item), item.question)
+        return 200, _dumps(_invoke_payload(name, response, latency))
+
+    async def invoke_batch(self, authorization: str | None, body: bytes) -> Reply:
+        grant = self._authorize(authorization)
+        batch = _parse(InvokeBatchRequest, body)
+        names = [self._pick(grant, item.target) for item in batch.requests]
+        self._reserve(grant, len(names))
+        results = await asyncio.gather(
+            *(
+                self._call(grant, name, self._completion(item), item.question)
+                for name, item in zip(names, batch.requests, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        payloads = []
+        for index, (name, result) in enumerate(zip(names, results, strict=True)):
+            if isinstance(result, BaseException):
+                if isinstance(result, ProxyError):
+                    result.extra["index"] = index
+                raise result
+            payloads.append(_invoke_payload(name, *result))
+        return 200, _dumps({"responses": payloads})
+
+    async def chat_completions(self, authorization: str | None, body: bytes) -> Reply:
+        grant = self._authorize(authorization)
+        chat = _parse(ChatCompletionRequest, body)
+        system: list[str] = []
+        messages: list[dict[str, Any]] = []
+        for message in chat.messages:
+            text = _chat_text(message.content)
+            if message.role in ("system", "developer"):
+                system.append(text)
+            else:
+                messages.append({"role": message.role, "content": text})
+        if not messages:
+            messages.append({"role": "user", "content": system.pop()})
+        name = self._pick(grant, chat.model, lenient=True)
+        self._reserve(grant, 1)
+        question = next(
+            (m["content"] for m in reversed(messages) if m["role"] == "user"),
+            messages[-1]["content"],
+        )
+        request = CompletionRequest(
+            messages=messages,
+            system_prompt="\n\n".join(system) if system else None,
+            temperature=chat.temperature,
+            max_tokens=chat.max_completion_tokens or chat.max_tokens,
+            response_format=chat.response_format,
+            task=chat.task,
+        )
+        response, _ = await self._call(grant, name, request, question)
+        usage = response.usage
+        return 200, _dumps(
+            {
+                "id": f"chatcmpl-{secrets.token_hex(12)}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": name,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": response.text},
+                        "finish_reason": _FINISH_REASONS.get(response.finish_reason or "", "stop"),
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": usage.input_tokens,
+                    "completion_tokens": usage.output_tokens,
+                    "total_tokens": usage.input_tokens + usage.output_tokens,
+                },
+            }
+        )
+
+    async def models(self, authorization: str | None, body: bytes) -> Reply:
+        grant = self._authorize(authorization)
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "evalrun"}
+            for name in grant.allowed
+        ]
+        return 200, _dumps({"object": "list", "data": data})
+
+    async def run(self, handler: Handler, authorization: str | None, body: bytes) -> Reply:
+        try:
+            return await handler(authorization, body)
+        except ProxyError as exc:
+            return exc.reply()
+
+
+async def _send(send: Send, status: int, body: bytes, *, close: bool = False) -> None:
+    headers = [_JSON_HEADER, (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _error(code: str, message: str) -> bytes:
+    return _dumps({"error": {"code": code, "message": message}})
+
+
+class ProxyApp(FastAPI):
+    """FastAPI with the proxy's guard and fast path in front of its own middleware stack."""
+
+    routes_impl: ProxyRoutes
+    max_body_bytes: int
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await super().__call__(scope, receive, send)
+            return
+        host = origin = length = authorization = None
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value
+            elif name == b"authorization":
+                authorization = value
+            elif name == b"content-length":
+                length = value
+            elif name == b"origin":
+                origin = value
+        if host is None or not _LOOPBACK_HOST.match(host):
+            body = _error("bad_request", "Host header must be a loopback address")
+            await _send(send, 403, body, close=True)
+            return
+        if origin is not None and not _LOOPBACK_ORIGIN.match(origin):
+            body = _error("bad_request", "cross-origin requests are not allowed")
+            await _send(send, 403, body, close=True)
+            return
+        # A 413 keeps the connection: uvicorn discards the rest of the body, so the client reads
+        # the error instead of a reset while it is still sending.
+        limit = self.max_body_bytes
+        too_large = _error("payload_too_large", f"request body over {limit} bytes")
+        if length is not None:
+            if not length.isdigit():
+                await _send(send, 400, _error("bad_request", "bad Content-Length"), close=True)
+                return
+            if int(length) > limit:
+                await _send(send, 413, too_large)
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _send(send, 413, too_large)
+                return
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+        handler = self.routes_impl.table.get((scope["method"], scope["path"]))
+        if handler is not None:
+            auth = authorization.decode("latin-1") if authorization is not None else None
+            status, payload = await self.routes_impl.run(handler, auth, body)
+            await _send(send, status, payload)
+            return
+
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await super().__call__(scope, replay, send)
+
+
+_ERRORS: dict[int | str, Any] = {
+    code: {"model": ErrorResponse, "description": what}
+    for code, what in (
+        (400, "bad request or unknown target"),
+        (401, "missing, wrong or revoked token"),
+        (403, "Host or Origin header is not loopback"),
+        (413, "body too large"),
+        (422, "the target cannot answer this kind of request"),
+        (429, "max_calls exceeded"),
+        (502, "upstream failure"),
+        (503, "the proxy is shutting down"),
+        (504, "upstream timeout"),
+    )
+}
+
+#: path, method, request model (None: no body), response model, summary
+_ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
+    ("/info", "GET", None, InfoResponse, "The caller's grant: target, calls used, budget"),
+    ("/invoke", "POST", InvokeRequest, InvokeResponse, "One judge call (counts when reserved)"),
+    (
+        "/invokeBatch",
+        "POST",
+        InvokeBatchRequest,
+        InvokeBatchResponse,
+        "Judge calls run concurrently; refused whole if over budget; a failed call fails the "
+        "batch with its index",
+    ),
+    (
+        "/v1/chat/completions",
+        "POST",
+        ChatCompletionRequest,
+        ChatCompletionResponse,
+        "OpenAI-compatible chat completion; model names a target",
+    ),
+    ("/v1/models", "GET", None, ModelList, "OpenAI-compatible list of the allowed targets"),
+]
+
+
+def create_app(
+    registry: GrantRegistry,
+    resolve_target: Callable[[str], Target],
+    target_names: list[str],
+    *,
+    max_body_bytes: int = 1_000_000,
+) -> FastAPI:
+    """Build the proxy app. ``resolve_target`` maps a configured name to its (shared) target."""
+    app = ProxyApp(
+        title="evalrun judge proxy",
+        version="1",
+        docs_url=None,
+        redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,
+    )
+    routes = ProxyRoutes(registry, resolve_target, list(target_names))
+    app.routes_impl = routes
+    app.max_body_bytes = max_body_bytes
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
+        body = _error(code, str(exc.detail))
+        return Response(body, exc.status_code, exc.headers, media_type="application/json")
+
+    def endpoint_for(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            status, body = await routes.run(
+                handler, request.headers.get("authorization"), await request.body()
+            )
+            return Response(body, status, media_type="application/json")
+
+        return endpoint
+
+    for path, method, _, response_model, summary in _ROUTES:
+        handler = routes.table[(method, path)]
+        app.add_api_route(
+            path,
+            endpoint_for(handler),
+            methods=[method],
+            response_model=response_model,
+            responses=_ERRORS,
+            summary=summary,
+            name=handler.__name__,
+        )
+
+    bodies = {(path, method.lower()): model for path, method, model, _, _ in _ROUTES if model}
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _openapi(app, bodies, list(target_names))
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app
+
+
+def _openapi(
+    app: FastAPI, bodies: dict[tuple[str, str], type[BaseModel]], target_names: list[str]
+) -> dict[str, Any]:
+    """FastAPI's document plus what it cannot see: request bodies read by hand, bearer auth,
+    and the configured target names."""
+    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    components = schema.setdefault("components", {})
+    models = components.setdefault("schemas", {})
+    for (path, method), model in bodies.items():
+        model_schema = model.model_json_schema(
+            by_alias=True, ref_template="#/components/schemas/{model}", mode="validation"
+        )
+        models.update(model_schema.pop("$defs", {}))
+        models[model.__name__] = model_schema
+        operation = schema["paths"][path][method]
+        operation["requestBody"] = {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
+            },
+        }
+    target = models["InvokeRequest"]["properties"]["target"]
+    target["anyOf"] = [{"type": "string", "enum": list(target_names)}, {"type": "null"}]
+    components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
+    for operations in schema["paths"].values():
+        for operation in operations.values():
+            operation["security"] = [{"bearer": []}]
+    return schema

@@ -1,0 +1,459 @@
+"""The contextual precision/recall graders as real processes against a loopback proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders._rag import average_precision
+from tests.sdk_helpers import (
+    ROOT,
+    FakeProxy,
+    eval_cases,
+    grader_env,
+    mock_judge,
+    payload_for,
+    run_node,
+    run_python_grader,
+)
+
+PRECISION = "graders.contextual_precision"
+RECALL = "graders.contextual_recall"
+JS_PRECISION = ROOT / "graders" / "js" / "contextual-precision.mjs"
+HAS_NODE = shutil.which("node") is not None
+
+EXPECTED_PRECISION = {"perfect-ranking": 1.0, "mixed-ranking": 5 / 6, "relevant-node-last": 1 / 3}
+EXPECTED_RECALL = {"perfect-recall": 1.0, "partial-recall": 1 / 3, "zero-recall": 0.0}
+
+
+def grade(
+    module: str, payload: dict[str, Any], proxy: FakeProxy
+) -> tuple[int, dict[str, Any], str]:
+    proc = run_python_grader(module, payload, proxy.env())
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+def marked_judge(request: dict[str, Any]) -> str:
+    """Relevant exactly when the passage starts with 'REL'; attribution when it says 'YES'."""
+    task = request["task"]
+    if task["kind"] == "relevance":
+        relevant = task["passage"].startswith("REL")
+        return json.dumps({"relevant": relevant, "reason": "marker", "confidence": 1})
+    if task["kind"] == "statements":
+        return json.dumps({"statements": [s.strip() for s in task["text"].split(";")]})
+    return json.dumps({"attributable": "YES" in task["statement"], "node": 1})
+
+
+def context_payload(nodes: list[str] | list[list[str]], **config: Any) -> dict[str, Any]:
+    case = {"id": "ctx", "input": "Question?", "criteria": "Answer.", "output": "Answer."}
+    return payload_for(case, config={"retrieval_context": nodes, **config})
+
+
+# --- the six example cases through the scripted mock judge --------------------------------
+
+
+@pytest.mark.parametrize("case", eval_cases("contextual-precision"), ids=lambda c: c["id"])
+def test_precision_example_cases(case: dict[str, Any]) -> None:
+    with FakeProxy(mock_judge(), max_calls=10) as proxy:
+        code, result, stderr = grade(PRECISION, payload_for(case), proxy)
+        assert code == 0, stderr
+        assert proxy.call_count == 3
+        assert proxy.http_requests.count(("POST", "/invokeBatch")) == 1
+    assert result["score"] == pytest.approx(EXPECTED_PRECISION[case["id"]])
+    nodes = result["details"]["nodes"]
+    assert [n["rank"] for n in nodes] == [1, 2, 3]
+    assert all(n["reason"] for n in nodes)
+    relevant = [n for n in nodes if n["relevant"]]
+    assert len(result["hits"]) == len(relevant) and len(result["misses"]) == 3 - len(relevant)
+    assert all(
+        h.startswith(f"#{n['rank']} ") for h, n in zip(result["hits"], relevant, strict=True)
+    )
+
+
+def test_mixed_ranking_details() -> None:
+    case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    with FakeProxy(mock_judge()) as proxy:
+        _, result, _ = grade(PRECISION, payload_for(case), proxy)
+    nodes = result["details"]["nodes"]
+    assert [(n["relevant"], n["precision_at_k"]) for n in nodes] == [
+        (True, 1.0),
+        (False, 0.5),
+        (True, pytest.approx(2 / 3, abs=1e-6)),
+    ]
+    assert result["hits"][1].startswith("#3 Paris is often referred to as the City of Light.")
+    assert result["misses"] == ["#2 The Eiffel Tower was built in 1887. (not relevant)"]
+    assert "ranks 1, 3" in result["reason"]
+
+
+@pytest.mark.parametrize("case", eval_cases("contextual-recall"), ids=lambda c: c["id"])
+def test_recall_example_cases(case: dict[str, Any]) -> None:
+    with FakeProxy(mock_judge(), max_calls=10) as proxy:
+        code, result, stderr = grade(RECALL, payload_for(case), proxy)
+        assert code == 0, stderr
+        statements = result["details"]["statements"]
+        assert proxy.call_count == 1 + len(statements)
+    assert result["score"] == pytest.approx(EXPECTED_RECALL[case["id"]])
+    assert len(result["hits"]) + len(result["misses"]) == len(statements)
+    for row in statements:
+        if row["attributable"]:
+            assert row["node"] is not None and row["node_text"]
+
+
+def test_recall_hits_name_the_supporting_node() -> None:
+    case = next(c for c in eval_cases("contextual-recall") if c["id"] == "perfect-recall")
+    with FakeProxy(mock_judge()) as proxy:
+        _, result, _ = grade(RECALL, payload_for(case), proxy)
+    assert result["hits"][0].startswith(
+        "Python was created by Guido van Rossum. (supported by node 1:"
+    )
+    assert "(supported by node 2: Python was first released in 1991" in result["hits"][1]
+
+
+# --- edge cases ---------------------------------------------------------------------------
+
+
+def test_empty_context_scores_zero_without_any_judge_call() -> None:
+    case = {
+        "id": "e",
+        "input": "Q?",
+        "criteria": "A.",
+        "expected_output": [{"role": "assistant", "content": "A."}],
+    }
+    with FakeProxy(marked_judge) as proxy:
+        p_code, precision, _ = grade(PRECISION, payload_for(case), proxy)
+        r_code, recall, _ = grade(RECALL, payload_for(case), proxy)
+        assert proxy.http_requests == []
+    assert (p_code, precision["score"]) == (0, 0.0)
+    assert (r_code, recall["score"]) == (0, 0.0)
+    assert "empty" in precision["reason"] and "empty" in recall["reason"]
+
+
+def test_no_relevant_node_scores_zero() -> None:
+    with FakeProxy(marked_judge) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)
+    assert (code, result["score"], result["hits"]) == (0, 0.0, [])
+    assert "none of the 2 nodes" in result["reason"].lower()
+
+
+def test_single_node_and_ties() -> None:
+    with FakeProxy(marked_judge) as proxy:
+        _, single, _ = grade(PRECISION, context_payload(["REL only"]), proxy)
+        _, ties, _ = grade(PRECISION, context_payload(["REL a", "REL b", "REL c"]), proxy)
+    assert single["score"] == 1.0
+    assert ties["score"] == 1.0 and len(ties["hits"]) == 3
+
+
+def test_budget_too_small_abstains_before_calling_the_judge() -> None:
+    with FakeProxy(marked_judge, max_calls=2) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["REL a", "b", "c"]), proxy)
+        assert proxy.call_count == 0
+    assert code == 3 and result["abstain"] is True
+    assert "needs 3, but max_calls is 2" in result["reason"]
+
+
+def test_recall_budget_checked_after_extraction() -> None:
+    payload = context_payload(["ctx"])
+    payload["criteria"] = "A YES; B; C; D"
+    with FakeProxy(marked_judge, max_calls=4) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+        assert proxy.call_count == 1
+    assert code == 3 and "judging 4 statements" in result["reason"]
+    with FakeProxy(marked_judge, max_calls=1) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+        assert proxy.call_count == 0
+    assert code == 3 and "needs 2" in result["reason"]
+
+
+def test_unparseable_verdict_abstains_after_one_retry() -> None:
+    with FakeProxy(lambda r: "let me think about it", max_calls=10) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)
+        assert proxy.call_count == 4
+    assert code == 3
+    assert "node(s) 1, 2" in result["reason"] and "could not be read" in result["reason"]
+
+
+def test_malformed_reply_recovered_by_the_retry() -> None:
+    def judge(request: dict[str, Any]) -> str:
+        if "Note: your previous reply" in request["question"]:
+            return '```json\n{"relevant": "yes"}\n```'
+        if request["task"]["passage"] == "b":
+            return "The passage seems fine to me"
+        return marked_judge(request)
+
+    with FakeProxy(judge) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)
+        assert proxy.call_count == 3
+    assert code == 0 and result["score"] == pytest.approx(0.5)
+
+
+def test_wrong_verdict_count_abstains() -> None:
+    with FakeProxy(marked_judge, short_batch=True) as proxy:
+        p_code, precision, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)
+    assert p_code == 3 and "once per node" in precision["reason"]
+    payload = context_payload(["ctx"])
+    payload["criteria"] = "A YES; B"
+    with FakeProxy(marked_judge) as proxy:
+        proxy.short_batch = True
+        r_code, recall, _ = grade(RECALL, payload, proxy)
+    assert r_code == 3
+
+
+def test_unreadable_statements_abstain() -> None:
+    with FakeProxy(lambda r: "Sorry, I cannot help with that.") as proxy:
+        code, result, _ = grade(RECALL, context_payload(["ctx"]), proxy)
+        assert proxy.call_count == 2
+    assert code == 3 and "statements could not be read" in result["reason"]
+
+
+def test_no_statements_abstains() -> None:
+    with FakeProxy(lambda r: '{"statements": []}') as proxy:
+        code, result, _ = grade(RECALL, context_payload(["ctx"]), proxy)
+    assert code == 3 and "no factual statements" in result["reason"]
+
+
+def test_recall_scores_attributable_share() -> None:
+    payload = context_payload(["ctx one", "ctx two"])
+    payload["criteria"] = "A YES; B no; C YES; D no"
+    with FakeProxy(marked_judge) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+        assert proxy.requests[0]["task"] == {
+            "kind": "statements",
+            "text": "A YES; B no; C YES; D no",
+        }
+        assert proxy.requests[1]["task"]["context"] == ["ctx one", "ctx two"]
+    assert code == 0 and result["score"] == 0.5
+    assert result["misses"] == [
+        "B no (not in the retrieval context)",
+        "D no (not in the retrieval context)",
+    ]
+
+
+def test_missing_proxy_is_an_error_not_a_zero() -> None:
+    proc = run_python_grader(PRECISION, context_payload(["a"]), grader_env())
+    assert proc.returncode == 1 and "max_calls" in proc.stderr
+
+
+def test_missing_expected_answer_abstains_for_recall() -> None:
+    payload = context_payload(["ctx"])
+    payload["criteria"] = None
+    with FakeProxy(marked_judge) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+    assert code == 3 and "no expected answer" in result["reason"]
+
+
+# --- per tool call ------------------------------------------------------------------------
+
+
+def multi_call_payload(**config: Any) -> dict[str, Any]:
+    case = {
+        "id": "multi",
+        "input": "Q?",
+        "criteria": "A.",
+        "expected_output": [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "tool": "search",
+                        "input": {"query": "first"},
+                        "output": {"results": ["x", "REL y", "z"]},
+                    },
+                    {"tool": "search", "input": {"query": "second"}, "output": ["REL p"]},
+                ],
+            },
+            {"role": "assistant", "content": "A."},
+        ],
+    }
+    return payload_for(case, config=config)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ({}, (1 / 2 + 2 / 4) / 2),  # flattened: x, REL y, z, REL p -> 0.5
+        ({"per_tool_call": True}, (3 * 0.5 + 1 * 1.0) / 4),  # weighted: 0.625
+        ({"per_tool_call": True, "aggregate": "mean"}, (0.5 + 1.0) / 2),  # 0.75
+    ],
+)
+def test_per_tool_call_scoring(config: dict[str, Any], expected: float) -> None:
+    with FakeProxy(marked_judge) as proxy:
+        code, result, stderr = grade(PRECISION, multi_call_payload(**config), proxy)
+        batches = proxy.http_requests.count(("POST", "/invokeBatch"))
+    assert code == 0, stderr
+    assert result["score"] == pytest.approx(expected)
+    assert batches == (2 if config else 1)
+    if config:
+        assert [g["query"] for g in result["details"]["groups"]] == ["first", "second"]
+        assert result["hits"][0].startswith("[call 1: first] #2 REL y")
+
+
+def test_bad_aggregate_is_an_error() -> None:
+    with FakeProxy(marked_judge) as proxy:
+        code, _, stderr = grade(
+            PRECISION, multi_call_payload(per_tool_call=True, aggregate="max"), proxy
+        )
+    assert code == 1 and "aggregate" in stderr
+
+
+# --- the JS grader agrees -----------------------------------------------------------------
+
+
+def both_graders(
+    payload: dict[str, Any], judge: Any, max_calls: int = 50
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    with FakeProxy(judge, max_calls=max_calls) as proxy:
+        py = run_python_grader(PRECISION, payload, proxy.env())
+        js = run_node(JS_PRECISION, payload, proxy.env())
+    assert py.returncode == 0, py.stderr
+    assert js.returncode == 0, js.stderr
+    return json.loads(py.stdout), json.loads(js.stdout)
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+@pytest.mark.parametrize("case", eval_cases("contextual-precision"), ids=lambda c: c["id"])
+def test_python_and_js_graders_agree_on_the_examples(case: dict[str, Any]) -> None:
+    py, js = both_graders(payload_for(case), mock_judge())
+    assert js["score"] == pytest.approx(py["score"], abs=1e-12)
+    assert js["score"] == pytest.approx(EXPECTED_PRECISION[case["id"]])
+    assert (js["reason"], js["hits"], js["misses"]) == (py["reason"], py["hits"], py["misses"])
+    assert js["details"] == py["details"]
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+@pytest.mark.parametrize(
+    "config", [{"per_tool_call": True}, {"per_tool_call": True, "aggregate": "mean"}]
+)
+def test_python_and_js_agree_per_tool_call(config: dict[str, Any]) -> None:
+    py, js = both_graders(multi_call_payload(**config), marked_judge)
+    assert js["score"] == pytest.approx(py["score"], abs=1e-12)
+    assert (js["reason"], js["hits"], js["misses"]) == (py["reason"], py["hits"], py["misses"])
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+def test_python_and_js_agree_on_random_rankings() -> None:
+    """Many random rankings in one run: one ranked list per nested retrieval_context entry."""
+    rng = random.Random(20240611)
+    lists = [
+        [("REL " if rng.random() < 0.4 else "") + f"node {k}.{i}" for i in range(rng.randint(1, 9))]
+        for k in range(15)
+    ]
+    payload = context_payload(lists, per_tool_call=True, aggregate="mean")
+    py, js = both_graders(payload, marked_judge, max_calls=200)
+    expected = [average_precision([n.startswith("REL") for n in nodes]) for nodes in lists]
+    py_scores = [g["score"] for g in py["details"]["groups"]]
+    js_scores = [g["score"] for g in js["details"]["groups"]]
+    assert py_scores == pytest.approx(expected, abs=1e-12)
+    assert js_scores == pytest.approx(expected, abs=1e-12)
+    assert js["score"] == pytest.approx(py["score"], abs=1e-12)
+    assert py["score"] == pytest.approx(sum(expected) / len(expected))
+
+
+# --- against the real proxy (proxy.JudgeProxy) --------------------------------------------
+
+
+@contextmanager
+def judge_proxy(max_calls: int) -> Iterator[dict[str, str]]:
+    """The real JudgeProxy with the scripted mock target, on its own event-loop thread."""
+    from evalrun.targets.config import load_targets
+    from evalrun.targets.mock import MockTarget
+    from proxy import JudgeProxy
+
+    target = MockTarget(load_targets(ROOT / "evals" / "targets.yaml").get("mock"))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+
+    def run(coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout=20)
+
+    server = JudgeProxy(lambda name: target, ["mock"])
+
+    async def grant() -> Any:
+        return server.grant("mock", max_calls)
+
+    try:
+        run(server.start())
+        token = run(grant()).token
+        yield grader_env(server.url, token)
+    finally:
+        run(server.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
+
+
+def test_graders_against_the_real_judge_proxy() -> None:
+    mixed = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    partial = next(c for c in eval_cases("contextual-recall") if c["id"] == "partial-recall")
+    with judge_proxy(max_calls=10) as env:
+        precision = run_python_grader(PRECISION, payload_for(mixed), env)
+    with judge_proxy(max_calls=10) as env:
+        recall = run_python_grader(RECALL, payload_for(partial), env)
+    with judge_proxy(max_calls=2) as env:
+        starved = run_python_grader(PRECISION, payload_for(mixed), env)
+    assert precision.returncode == 0, precision.stderr
+    assert json.loads(precision.stdout)["score"] == pytest.approx(5 / 6)
+    assert recall.returncode == 0, recall.stderr
+    assert json.loads(recall.stdout)["score"] == pytest.approx(1 / 3)
+    assert starved.returncode == 3 and "max_calls is 2" in json.loads(starved.stdout)["reason"]
+
+
+# --- end to end through the evalrun CLI ---------------------------------------------------
+
+
+def run_eval(name: str, out: Path) -> list[dict[str, Any]]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalrun",
+            f"evals/{name}.eval.yaml",
+            "--target",
+            "mock",
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # a low-scoring example fails its gate
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line]
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("contextual-precision", EXPECTED_PRECISION),
+        ("contextual-recall", EXPECTED_RECALL),
+        pytest.param(
+            "contextual-precision-js",
+            EXPECTED_PRECISION,
+            marks=pytest.mark.skipif(not HAS_NODE, reason="node is not installed"),
+        ),
+    ],
+)
+def test_evalrun_reproduces_the_expected_scores(
+    name: str, expected: dict[str, float], tmp_path: Path
+) -> None:
+    results = run_eval(name, tmp_path / "run")
+    scores = {r["id"]: r["score"] for r in results}
+    assert scores.keys() == expected.keys()
+    for case_id, score in expected.items():
+        assert scores[case_id] == pytest.approx(score), case_id
+    for result in results:
+        grader = result["graders"][0]
+        assert grader["status"] == ("passed" if expected[result["id"]] >= 0.5 else "failed")
+        assert grader["proxy"]["calls"] >= 3

@@ -1,0 +1,138 @@
+"""Summary and repeat statistics: the one implementation the runner and reporters share."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import pytest
+from report_helpers import case, grader, mixed_cases
+
+from evalrun.results import stats
+from evalrun.results.summary import compute_stats, latest_results, repeat_stats, summarize
+
+
+def test_pass_at_k_matches_the_combinatorial_definition() -> None:
+    # 5 attempts, 2 passes: pass@1 = 2/5; pass@2 = 1 - C(3,2)/C(5,2) = 1 - 3/10; pass@4 = 1
+    assert stats.pass_at_k(5, 2, 1) == pytest.approx(0.4)
+    assert stats.pass_at_k(5, 2, 2) == pytest.approx(0.7)
+    assert stats.pass_at_k(5, 2, 3) == pytest.approx(1 - 1 / 10)
+    assert stats.pass_at_k(5, 2, 4) == 1.0
+    assert stats.pass_at_ks(3, 0) == [0.0, 0.0, 0.0]
+    assert stats.pass_at_ks(3, 3) == [1.0, 1.0, 1.0]
+    with pytest.raises(ValueError):
+        stats.pass_at_k(3, 1, 4)
+
+
+def test_pass_at_k_equals_brute_force_over_subsets() -> None:
+    """pass@k is the chance that a random k-subset of the attempts holds a pass."""
+    from itertools import combinations
+
+    attempts = [True, False, False, True, False, False]
+    n, c = len(attempts), sum(attempts)
+    for k in range(1, n + 1):
+        subsets = list(combinations(attempts, k))
+        expected = sum(any(s) for s in subsets) / len(subsets)
+        assert stats.pass_at_k(n, c, k) == pytest.approx(expected)
+
+
+def test_mean_median_stdev() -> None:
+    assert stats.mean([]) is None and stats.stdev([]) is None and stats.median([]) is None
+    assert stats.mean([0.2, 0.4]) == pytest.approx(0.3)
+    assert stats.median([0.9, 0.1, 0.5, 0.7]) == pytest.approx(0.6)
+    assert stats.stdev([0.0, 1.0]) == pytest.approx(0.5)  # population spread
+    assert stats.stdev([0.7]) == 0.0
+
+
+def test_bootstrap_interval_of_constant_deltas_is_that_constant() -> None:
+    for c in (0.25, -0.1, 0.0, 1 / 3):
+        assert stats.bootstrap_mean_ci([c] * 9, seed=1) == (c, c)
+
+
+def test_bootstrap_interval_hand_checked() -> None:
+    """Deltas [-1, 1, 1, 1]: a resample's mean is (2j - 4)/4 for j ones drawn, j ~ Bin(4, 3/4).
+    P(j=0) = 1/256 (0.4%) < 2.5% < P(j<=1) = 13/256 (5.1%), so the 2.5% quantile is j=1 -> -0.5;
+    P(j=4) = 81/256 > 2.5%, so the 97.5% quantile is 1.0."""
+    low, high = stats.bootstrap_mean_ci([-1.0, 1.0, 1.0, 1.0], confidence=0.95, seed=3)
+    assert (low, high) == (-0.5, 1.0)
+    # Two deltas [0, 1]: all-zero and all-one resamples each have probability 1/4.
+    assert stats.bootstrap_mean_ci([0.0, 1.0], seed=5) == (0.0, 1.0)
+    # 50% interval of [0, 1]: quartiles of {0: 1/4, 0.5: 1/2, 1: 1/4} -> both 0.5
+    # (the 25% point sits on the boundary; a seed decides which side, so check the set).
+    low, high = stats.bootstrap_mean_ci([0.0, 1.0], confidence=0.5, seed=5)
+    assert low in (0.0, 0.5) and high in (0.5, 1.0)
+
+
+def test_bootstrap_is_deterministic_for_a_seed() -> None:
+    deltas = [0.1, -0.3, 0.25, 0.0, 0.4, -0.05, 0.2]
+    first = stats.bootstrap_mean_ci(deltas, seed=42, resamples=2000)
+    assert stats.bootstrap_mean_ci(deltas, seed=42, resamples=2000) == first
+    low, high = first
+    assert low < stats.mean(deltas) < high
+
+
+def test_summarize_counts_means_and_graders() -> None:
+    cases = mixed_cases()
+    summary = summarize(cases, {"eval": "demo", "target": "mock", "shard": "1/2"})
+    assert summary["eval"] == "demo" and summary["shard"] == "1/2"
+    assert summary["counts"] == {"passed": 2, "failed": 2, "error": 2, "unscored": 1, "total": 7}
+    scores = [c.score for c in cases if c.score is not None]
+    assert summary["mean_score"] == pytest.approx(sum(scores) / len(scores))
+    assert summary["pass_rate"] == pytest.approx(2 / 7)
+    precision = summary["graders"]["precision"]
+    assert precision["count"] == 6 and precision["scored"] == 4
+    assert (precision["passed"], precision["failed"], precision["error"]) == (3, 1, 1)
+    assert precision["unscored"] == 1
+    assert precision["mean"] == pytest.approx((0.9 + 0.2 + 0.7 + 0.55) / 4)
+    assert summary["repeat"] == 1 and "repeat_stats" not in summary
+    assert summary["usage"]["judge"]["calls"] == 2
+    assert summary["usage"]["target"]["input_tokens"] == 70
+
+
+def test_last_result_for_a_case_wins() -> None:
+    first = case("a", [grader("g", None, status="error")])
+    again = case("a", [grader("g", 0.8)])
+    assert latest_results([first, again]) == [again]
+    assert summarize([first, again])["counts"]["total"] == 1
+
+
+def test_repeat_statistics_per_case_and_grader() -> None:
+    scores = {"steady": [0.8, 0.8, 0.8], "shaky": [0.0, 1.0, 0.5]}
+    cases = [
+        case(cid, [grader("g", s)], repeat=r)
+        for cid, values in scores.items()
+        for r, s in enumerate(values)
+    ]
+    rep = repeat_stats(latest_results(cases), bound=0.15)
+    assert rep is not None and rep.repeats == 3
+    shaky = rep.cases["shaky"].overall
+    assert shaky.mean == pytest.approx(0.5)
+    assert shaky.median == pytest.approx(0.5)
+    assert shaky.stdev == pytest.approx(math.sqrt(1 / 6))
+    assert shaky.passes == 2  # 1.0 and 0.5 pass the default 0.5 threshold
+    assert shaky.pass_at_k == pytest.approx([2 / 3, 1.0, 1.0])
+    assert rep.cases["steady"].overall.pass_at_k == [1.0, 1.0, 1.0]
+    assert rep.unstable == ["shaky"]
+    assert rep.pass_at_k == pytest.approx([(1 + 2 / 3) / 2, 1.0, 1.0])
+    assert rep.graders["g"].unstable == ["shaky"]
+    assert rep.graders["g"].mean_stdev == pytest.approx(math.sqrt(1 / 6) / 2)
+    # The bound is settable: with a wide bound nothing is unstable.
+    wide = repeat_stats(latest_results(cases), bound=0.5)
+    assert wide is not None and wide.unstable == []
+    summary = summarize(cases, unstable_bound=0.15)
+    assert summary["repeat"] == 3
+    assert summary["repeat_stats"]["unstable"] == ["shaky"]
+    assert summary["repeat_stats"]["pass_at_k"]["1"] == pytest.approx(5 / 6)
+
+
+def test_no_repeat_stats_for_single_runs() -> None:
+    assert compute_stats(mixed_cases()).repeats is None
+
+
+def test_summary_means_do_not_depend_on_order() -> None:
+    cases = [case(f"c{i}", [grader("g", v)]) for i, v in enumerate([0.1, 0.2, 0.7, 1 / 3, 0.9])]
+    orders = [cases, list(reversed(cases)), cases[2:] + cases[:2]]
+    means = {summarize(order)["mean_score"] for order in orders}
+    assert len(means) == 1
+    for a, b in product(orders, repeat=2):
+        assert summarize(a)["graders"] == summarize(b)["graders"]

@@ -1,0 +1,372 @@
+"""The JS/TS SDK (grader_sdk/js/index.mjs) run by real ``node`` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grader_sdk._judge import (
+    attribution_requests,
+    parse_json_reply,
+    read_attribution,
+    read_relevance,
+    read_statements,
+    relevance_requests,
+    statements_request,
+)
+from tests.sdk_helpers import ROOT, FakeProxy
+
+pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+
+SDK_URL = (ROOT / "grader_sdk" / "js" / "index.mjs").as_uri()
+
+
+def node(
+    code: str, env: dict[str, str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """Run an ES module snippet with ``sdk`` bound to the SDK; it prints JSON on stdout."""
+    source = f"import * as sdk from {json.dumps(SDK_URL)};\n" + textwrap.dedent(code)
+    base = {k: v for k, v in os.environ.items() if "PROXY" not in k}
+    return subprocess.run(
+        ["node", "--input-type=module", "-e", source],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        timeout=30,
+    )
+
+
+def node_json(code: str, env: dict[str, str] | None = None) -> Any:
+    proc = node(code, env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_package_json_is_zero_dependency_esm() -> None:
+    package = json.loads((ROOT / "grader_sdk" / "js" / "package.json").read_text())
+    assert package["name"] == "@evalrun/grader-sdk"
+    assert package["type"] == "module"
+    assert not package.get("dependencies")
+    assert (ROOT / "grader_sdk" / "js" / package["types"]).is_file()
+
+
+def test_client_invoke_batch_and_info() -> None:
+    with FakeProxy(lambda r: r["question"].upper(), max_calls=5) as proxy:
+        out = node_json(
+            """
+            const client = sdk.createTargetClient();
+            const one = await client.invoke({question: 'a', systemPrompt: 's', maxTokens: 3});
+            const many = await client.invokeBatch(['b', {question: 'c', system_prompt: 't'}]);
+            const info = await client.getInfo();
+            console.log(JSON.stringify({one, many: many.map((r) => r.rawText), info}));
+            """,
+            proxy.env(),
+        )
+        assert proxy.http_requests == [
+            ("POST", "/invoke"),
+            ("POST", "/invokeBatch"),
+            ("GET", "/info"),
+        ]
+        assert proxy.requests[0] == {"question": "a", "systemPrompt": "s", "maxTokens": 3}
+        assert proxy.requests[2] == {"question": "c", "systemPrompt": "t"}
+    assert out["one"] == {
+        "output": [{"role": "assistant", "content": "A"}],
+        "rawText": "A",
+        "tokenUsage": {"input": 10, "output": 5, "total": 15},
+        "target": "mock",
+        "cached": False,
+        "latencyMs": 1.5,
+    }
+    assert out["many"] == ["B", "C"]
+    assert out["info"] == {
+        "targetName": "mock",
+        "callCount": 3,
+        "maxCalls": 5,
+        "availableTargets": ["mock"],
+        "remaining": 2,
+    }
+
+
+def test_client_reads_evalrun_env_names() -> None:
+    with FakeProxy() as proxy:
+        env = {"EVALRUN_PROXY_URL": proxy.url, "EVALRUN_PROXY_TOKEN": proxy.token}
+        out = node_json(
+            "console.log(JSON.stringify(await sdk.createTargetClient().getInfo()));", env
+        )
+    assert out["maxCalls"] == 50
+    missing = node_json(
+        """
+        try { sdk.createTargetClient(); console.log('null'); }
+        catch (e) { console.log(JSON.stringify(e.name)); }
+        """
+    )
+    assert missing == "ProxyNotConfigured"
+
+
+def test_typed_errors() -> None:
+    with FakeProxy(max_calls=1, available=("mock", "judge")) as proxy:
+        proxy.fail_next(502, "upstream_error")
+        proxy.fail_next(504, "upstream_timeout")
+        proxy.fail_next(422, "unsupported_request")
+        proxy.fail_next(503, "shutting_down")
+        out = node_json(
+            """
+            const client = sdk.createTargetClient();
+            const bad = new sdk.TargetClient({url: client.url, token: 'wrong'});
+            const seen = [];
+            const attempt = async (f) => {
+              try { await f(); seen.push(null); }
+              catch (e) {
+                seen.push({name: e.name, status: e.status, code: e.code, proxy: e instanceof sdk.ProxyError,
+                           limit: e.limit, allowed: e.allowed, upstream: e instanceof sdk.UpstreamError});
+              }
+            };
+            for (let i = 0; i < 4; i++) await attempt(() => client.invoke('q'));
+            await attempt(() => bad.getInfo());
+            await attempt(() => client.invokeBatch(['a', 'b']));
+            await attempt(() => client.invoke({question: 'q', target: 'nope'}));
+            const closed = new sdk.TargetClient({url: 'http://127.0.0.1:9', token: 't'});
+            await attempt(() => closed.getInfo());
+            console.log(JSON.stringify(seen));
+            """,
+            proxy.env(),
+        )
+    names = [(e["name"], e["status"], e["code"]) for e in out]
+    assert names == [
+        ("UpstreamError", 502, "upstream_error"),
+        ("UpstreamTimeout", 504, "upstream_timeout"),
+        ("UnsupportedRequest", 422, "unsupported_request"),
+        ("ShuttingDown", 503, "shutting_down"),
+        ("Unauthorized", 401, "unauthorized"),
+        ("BudgetExceeded", 429, "max_calls_exceeded"),
+        ("UnknownTarget", 400, "unknown_target"),
+        ("ProxyUnavailable", None, None),
+    ]
+    assert all(e["proxy"] for e in out)
+    assert out[1]["upstream"] is True
+    assert out[5]["limit"] == 1
+    assert out[6]["allowed"] == ["mock", "judge"]
+
+
+REPLIES = [
+    '{"relevant": true, "reason": "r", "confidence": 0.7}',
+    '```json\n{"relevant": "no", "reason": "fenced"}\n```',
+    'Verdict: {"relevant": "Yes", "explanation": "prose"} -- end',
+    'See [2]. {"attributable": true, "node": "2", "reason": "n"}',
+    '{"attributable": true, "node": 9}',
+    "{'relevant': True, 'reason': 'python'}",
+    '{"relevant": false, "confidence": 90,}',
+    '{"statements": ["A is B.", "a is b", "C."]}',
+    "- one\n- two",
+    '["x", "y"]',
+    "Yes.",
+    "Not relevant.",
+    "No idea",
+    "nothing here",
+    "",
+]
+
+
+def test_lenient_parsing_agrees_with_python() -> None:
+    js = node_json(
+        f"""
+        const replies = {json.dumps(REPLIES)};
+        console.log(JSON.stringify(replies.map((r) => [
+          sdk.parseJsonReply(r), sdk.readRelevance(r), sdk.readAttribution(r, 3), sdk.readStatements(r),
+        ])));
+        """
+    )
+
+    def plain(v: Any) -> Any:
+        return (
+            None
+            if v is None
+            else {k: getattr(v, k) for k in ("ok", "reason", "node", "confidence", "raw")}
+        )
+
+    py = [
+        [
+            parse_json_reply(r),
+            plain(read_relevance(r)),
+            plain(read_attribution(r, 3)),
+            read_statements(r),
+        ]
+        for r in REPLIES
+    ]
+    for reply, mine, theirs in zip(REPLIES, py, js, strict=True):
+        assert mine == theirs, reply
+
+
+def test_requests_and_prompts_are_identical_to_python() -> None:
+    passages = ["P one.", "P two."]
+    js = node_json(
+        f"""
+        const p = {json.dumps(passages)};
+        console.log(JSON.stringify([
+          sdk.relevanceRequests('Q?', p, 'Expected.', {{target: 'judge'}}),
+          sdk.relevanceRequests('Q?', p),
+          sdk.attributionRequests(['S1.'], p),
+          sdk.statementsRequest('Some text.'),
+        ]));
+        """
+    )
+    assert js == [
+        relevance_requests("Q?", passages, "Expected.", target="judge"),
+        relevance_requests("Q?", passages),
+        attribution_requests(["S1."], passages),
+        statements_request("Some text."),
+    ]
+
+
+def test_judge_relevance_retries_once() -> None:
+    def judge(request: dict[str, Any]) -> str:
+        if "Note: your previous reply" in request["question"]:
+            return '{"relevant": true, "reason": "retried"}'
+        return '{"relevant": false}' if request["task"]["passage"] == "a" else "garbled"
+
+    with FakeProxy(judge) as proxy:
+        out = node_json(
+            """
+            const v = await sdk.judgeRelevance(sdk.createTargetClient(), 'q', ['a', 'b', 'c']);
+            console.log(JSON.stringify(v.map((x) => [x.ok, x.reason])));
+            """,
+            proxy.env(),
+        )
+        assert proxy.call_count == 5
+        assert [r["task"]["siblings"] for r in proxy.requests[:3]] == [["a", "b", "c"]] * 3
+    assert out == [[False, ""], [True, "retried"], [True, "retried"]]
+
+
+def test_attribution_and_statements() -> None:
+    def judge(request: dict[str, Any]) -> str:
+        if request["task"]["kind"] == "statements":
+            return '{"statements": ["A.", "B."]}'
+        return '{"attributable": true, "node": 1}' if request["task"]["statement"] == "A." else "No"
+
+    with FakeProxy(judge) as proxy:
+        out = node_json(
+            """
+            const client = sdk.createTargetClient();
+            const s = await sdk.extractStatements(client, 'A and B');
+            const v = await sdk.judgeAttribution(client, s, ['ctx']);
+            console.log(JSON.stringify([s, v.map((x) => [x.ok, x.node])]));
+            """,
+            proxy.env(),
+        )
+    assert out == [["A.", "B."], [[True, 1], [False, None]]]
+
+
+# --- defineScriptGrader --------------------------------------------------------------------
+
+
+def run_js_grader(
+    tmp_path: Path, body: str, payload: Any, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "grader.mjs"
+    script.write_text(f"import * as sdk from {json.dumps(SDK_URL)};\n" + textwrap.dedent(body))
+    base = {k: v for k, v in os.environ.items() if "PROXY" not in k}
+    return subprocess.run(
+        ["node", str(script)],
+        input=payload if isinstance(payload, str) else json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env={**base, **(env or {})},
+        timeout=30,
+    )
+
+
+AGENTV_PAYLOAD = {
+    "caseId": "k1",
+    "input": [{"role": "user", "content": "Capital?"}],
+    "expectedOutput": [
+        {
+            "role": "assistant",
+            "toolCalls": [
+                {
+                    "tool": "vector_search",
+                    "input": {"query": "cap"},
+                    "output": {"results": ["P", "Q"]},
+                }
+            ],
+        },
+        {"role": "assistant", "content": "Paris."},
+    ],
+    "config": {"x": 1},
+}
+
+
+def test_grader_sees_snake_and_camel_views(tmp_path: Path) -> None:
+    proc = run_js_grader(
+        tmp_path,
+        """
+        sdk.defineScriptGrader(async (input) => ({
+          score: 1,
+          details: {
+            caseId: input.caseId, case_id: input.case_id, question: input.question,
+            tool: input.expectedOutput[0].toolCalls[0].tool, snake: input.expected_output[0].tool_calls.length,
+            reference: input.referenceAnswer, context: input.retrievalContext(), calls: input.toolCallResults(),
+          },
+        }));
+        """,
+        AGENTV_PAYLOAD,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {
+        "score": 1,
+        "details": {
+            "caseId": "k1",
+            "case_id": "k1",
+            "question": "Capital?",
+            "tool": "vector_search",
+            "snake": 1,
+            "reference": "Paris.",
+            "context": ["P", "Q"],
+            "calls": [{"tool": "vector_search", "query": "cap", "results": ["P", "Q"]}],
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "stdout", "stderr"),
+    [
+        ("return true;", 0, {"score": 1, "pass": True}, ""),
+        ("return 0.5;", 0, {"score": 0.5}, ""),
+        (
+            "throw new sdk.Abstain('no judge', {a: 1});",
+            3,
+            {"abstain": True, "reason": "no judge", "details": {"a": 1}},
+            "",
+        ),
+        ("throw new TypeError('boom');", 1, None, "TypeError: boom"),
+        ("return {score: 2};", 1, None, "score must be a number in 0..1"),
+        ("return {reason: 'x'};", 1, None, "needs 'score'"),
+        (
+            "throw new sdk.UpstreamError('judge down');",
+            3,
+            {"abstain": True, "reason": "the judge could not be used: judge down"},
+            "",
+        ),
+    ],
+)
+def test_exit_codes(tmp_path: Path, body: str, code: int, stdout: Any, stderr: str) -> None:
+    proc = run_js_grader(
+        tmp_path, f"sdk.defineScriptGrader(async (input) => {{ {body} }});", AGENTV_PAYLOAD
+    )
+    assert proc.returncode == code, proc.stderr
+    assert (json.loads(proc.stdout) if proc.stdout.strip() else None) == stdout
+    assert stderr in proc.stderr
+    if code == 1:
+        assert proc.stdout == ""
+
+
+def test_bad_stdin_is_an_error(tmp_path: Path) -> None:
+    proc = run_js_grader(tmp_path, "sdk.defineScriptGrader(() => 1);", "not json")
+    assert proc.returncode == 1 and proc.stderr

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "targets",
     "report",
     "proxy",
+    "grader",
 )
 
 
@@ -33,9 +34,7 @@ def _register_all() -> None:
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _register_all()
-    commands = {c.name for c in app.registered_commands} | {
-        g.name for g in app.registered_groups
-    }
+    commands = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     if args and args[0] not in commands and not args[0].startswith("-"):
         args.insert(0, "run")
     app(args=args, prog_name="evalrun")

@@ -10,7 +10,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 120, env: dict | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``evalrun`` as a user would: a real process, no TTY."""
     return subprocess.run(
         [sys.executable, "-m", "evalrun", *args],

@@ -211,5 +211,6 @@ def openai_reply(text: str, prompt_tokens: int = 11, completion_tokens: int = 3)
 
 def openai_error(status: int, message: str, kind: str, code: str | None = None) -> Reply:
     return Reply(
-        status=status, body={"error": {"message": message, "type": kind, "param": None, "code": code}}
+        status=status,
+        body={"error": {"message": message, "type": kind, "param": None, "code": code}},
     )

@@ -27,7 +27,9 @@ CASE = TestCase.model_validate(
         "expected_output": [
             {
                 "role": "assistant",
-                "tool_calls": [{"tool": "search", "input": {"query": "q"}, "output": {"results": ["a"]}}],
+                "tool_calls": [
+                    {"tool": "search", "input": {"query": "q"}, "output": {"results": ["a"]}}
+                ],
             },
             {"role": "assistant", "content": "Paris is the capital."},
         ],
@@ -35,7 +37,14 @@ CASE = TestCase.model_validate(
 )
 
 
-def grade(tmp_path: Path, source: str, *, timeout: float = 10, shell: bool = False, output: str | None = "Paris.") -> GraderResult:
+def grade(
+    tmp_path: Path,
+    source: str,
+    *,
+    timeout: float = 10,
+    shell: bool = False,
+    output: str | None = "Paris.",
+) -> GraderResult:
     script = tmp_path / ("g.sh" if shell else "g.py")
     script.write_text(textwrap.dedent(source))
     command = ["sh", str(script)] if shell else [sys.executable, str(script)]
@@ -120,7 +129,12 @@ def test_crash_with_stderr_is_an_error_with_exit_code_and_stderr_tail(tmp_path):
 
 def test_garbage_and_contract_violations_are_errors(tmp_path):
     assert grade(tmp_path, "print('{not json')").status == "error"
-    for bad in ('{"score": 7}', '{"score": "high"}', '{"reason": "no score"}', '{"score": 1, "pass": "yes"}'):
+    for bad in (
+        '{"score": 7}',
+        '{"score": "high"}',
+        '{"reason": "no score"}',
+        '{"score": 1, "pass": "yes"}',
+    ):
         result = grade(tmp_path, f"print({bad!r})")
         assert result.status == "error", bad
         assert "contract" in result.reason
@@ -151,7 +165,9 @@ def test_timeout_kills_a_hung_grader_that_ignores_sigterm(tmp_path):
 def test_grader_that_never_reads_a_large_stdin(tmp_path):
     spec = GraderSpec(name="g", command=[sys.executable, "-c", "print('fine')"], timeout=10)
     big_case = CASE.model_copy(update={"criteria": "x" * 5_000_000})
-    result = asyncio.run(run_grader(spec, big_case, "out", LaunchContext(eval_dir=tmp_path, judge=None))).result
+    result = asyncio.run(
+        run_grader(spec, big_case, "out", LaunchContext(eval_dir=tmp_path, judge=None))
+    ).result
     assert result.status == "passed" and result.reason == "fine"
 
 
@@ -184,7 +200,9 @@ def test_forked_child_does_not_outlive_the_grader(tmp_path):
 
 def test_missing_executable_is_an_error(tmp_path):
     spec = GraderSpec(name="g", command=["definitely-not-a-command-xyz"], timeout=5)
-    result = asyncio.run(run_grader(spec, CASE, "o", LaunchContext(eval_dir=tmp_path, judge=None))).result
+    result = asyncio.run(
+        run_grader(spec, CASE, "o", LaunchContext(eval_dir=tmp_path, judge=None))
+    ).result
     assert result.status == "error" and "cannot start" in result.reason
 
 
@@ -229,11 +247,15 @@ def test_grader_process_does_not_see_secrets(tmp_path, monkeypatch):
 def test_cancellation_kills_the_process_group(tmp_path):
     pidfile = tmp_path / "pid"
     script = tmp_path / "hang.py"
-    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    script.write_text(
+        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
 
     async def scenario() -> None:
         task = asyncio.create_task(
-            run_process([sys.executable, str(script)], b"{}", cwd=tmp_path, env=os.environ, timeout=30)
+            run_process(
+                [sys.executable, str(script)], b"{}", cwd=tmp_path, env=os.environ, timeout=30
+            )
         )
         while not pidfile.exists():
             await asyncio.sleep(0.02)

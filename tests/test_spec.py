@@ -173,7 +173,9 @@ def test_agentv_errors_still_name_the_line(tmp_path):
 
 
 def test_validate_command_exit_codes(tmp_path):
-    good = write(tmp_path, "good.eval.yaml", "graders: [{type: is-json}]\ntests: [{id: a, input: x}]\n")
+    good = write(
+        tmp_path, "good.eval.yaml", "graders: [{type: is-json}]\ntests: [{id: a, input: x}]\n"
+    )
     bad = write(tmp_path, "bad.eval.yaml", "graders: [{type: is-json}]\ntests: [{id: a}]\n")
     ok = run_cli("validate", str(good))
     assert ok.returncode == 0, ok.stderr

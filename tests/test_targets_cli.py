@@ -31,14 +31,18 @@ def cli_target(command: Any, **values: Any) -> CliTarget:
 def test_prompt_placeholder_is_one_argument() -> None:
     script = "import sys, json; print(json.dumps(sys.argv[1:]))"
     target = cli_target([PY, "-c", script, "--ask={prompt}", "tail"])
-    request = CompletionRequest.from_prompt("it's a 'quoted' $HOME; rm -rf /", system_prompt="Be brief.")
+    request = CompletionRequest.from_prompt(
+        "it's a 'quoted' $HOME; rm -rf /", system_prompt="Be brief."
+    )
     response = run(target.complete(request))
     assert response.text == '["--ask=Be brief.\\n\\nit\'s a \'quoted\' $HOME; rm -rf /", "tail"]'
     assert response.usage.input_tokens > 0 and response.usage.output_tokens > 0
 
 
 def test_prompt_goes_to_stdin_without_placeholder(tmp_path: Path) -> None:
-    script = "import os, sys; print(os.getcwd(), os.environ['AGENT_MODE'], sys.stdin.read().upper())"
+    script = (
+        "import os, sys; print(os.getcwd(), os.environ['AGENT_MODE'], sys.stdin.read().upper())"
+    )
     target = cli_target([PY, "-c", script], cwd=str(tmp_path), env={"AGENT_MODE": "eval"})
     response = run(target.complete(CompletionRequest.from_prompt("hello agent")))
     assert response.text == f"{tmp_path} eval HELLO AGENT"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import threading
 import time
@@ -211,10 +212,8 @@ def test_concurrency_limit_holds_under_load() -> None:
         async def handler(seen: Seen) -> Reply:
             if server.active >= limit:
                 gate.set()
-            try:
+            with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(gate.wait(), 2.0)
-            except asyncio.TimeoutError:
-                pass
             await asyncio.sleep(0.01)  # keep requests overlapping so a broken limit shows
             return openai_reply("ok")
 
@@ -379,8 +378,13 @@ def test_record_then_replay_without_server(tmp_path: Path) -> None:
         assert KEY not in cassette.read_text()
 
         file = targets_file(
-            {"name": "judge", "kind": "openai", "model": "gpt-4o-mini", "base_url": url,
-             "api_key_env": "JUDGE_KEY"}  # fmt: skip
+            {
+                "name": "judge",
+                "kind": "openai",
+                "model": "gpt-4o-mini",
+                "base_url": url,
+                "api_key_env": "JUDGE_KEY",
+            }
         )
         pool = TargetPool(file, StoreOptions(replay=cassette), env={})
         pool.check(["judge"])  # no key needed to replay

@@ -81,7 +81,9 @@ def test_openai_keyless_local_server_and_max_completion_tokens() -> None:
     async def main() -> None:
         async with FakeServer(lambda seen: openai_reply("hi")) as server:
             cfg = config(
-                model="llama3.2", base_url=f"{server.url}/v1/", max_tokens_field="max_completion_tokens"
+                model="llama3.2",
+                base_url=f"{server.url}/v1/",
+                max_tokens_field="max_completion_tokens",
             )
             await call(OpenAITarget(cfg, None), CompletionRequest.from_prompt("hi", max_tokens=5))
         body = server.seen[0].json()
@@ -138,7 +140,10 @@ def test_azure_request_and_response_shape() -> None:
     async def main() -> None:
         async with FakeServer(lambda seen: openai_reply("Paris", 9, 1)) as server:
             cfg = config(
-                kind="azure", endpoint=server.url + "/", deployment="judge-4o", api_version="2024-06-01"
+                kind="azure",
+                endpoint=server.url + "/",
+                deployment="judge-4o",
+                api_version="2024-06-01",
             )
             response = await call(AzureOpenAITarget(cfg, KEY))
         (seen,) = server.seen

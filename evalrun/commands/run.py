@@ -8,7 +8,6 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -30,23 +29,59 @@ def _fail(message: str) -> typer.Exit:
 
 def run(
     file: Path = typer.Argument(..., help="The eval file (YAML or JSON)."),
-    target: Optional[str] = typer.Option(None, "--target", "-t", help="Target that answers the cases (overrides the file)."),
-    judge: Optional[str] = typer.Option(None, "--judge", help="Target the graders' judge calls go to (default: the file's judge, else the target)."),
-    targets: Optional[Path] = typer.Option(None, "--targets", help="targets.yaml to use (default: beside the eval file, then .evalrun/targets.yaml upward)."),
+    target: str | None = typer.Option(
+        None, "--target", "-t", help="Target that answers the cases (overrides the file)."
+    ),
+    judge: str | None = typer.Option(
+        None,
+        "--judge",
+        help="Target the graders' judge calls go to (default: the file's judge, else the target).",
+    ),
+    targets: Path | None = typer.Option(
+        None,
+        "--targets",
+        help="targets.yaml to use (default: beside the eval file, then .evalrun/targets.yaml upward).",
+    ),
     workers: int = typer.Option(4, "--workers", "-w", min=1, help="Cases in flight at once."),
-    filter_: list[str] = typer.Option([], "--filter", "-f", help="Only case ids matching this glob (repeatable)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Run bundle folder (default: .evalrun/runs/<time>-<eval>)."),
+    filter_: list[str] = typer.Option(
+        [], "--filter", "-f", help="Only case ids matching this glob (repeatable)."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Run bundle folder (default: .evalrun/runs/<time>-<eval>)."
+    ),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Grade each case N times."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Fail (exit 1) when the suite's mean score is below this."),
-    max_errors: int = typer.Option(0, "--max-errors", min=0, help="Errors and unscored cases tolerated before exit 3."),
-    shard: Optional[str] = typer.Option(None, "--shard", help="Run only slice i of n (e.g. 2/4), chosen by a stable hash of the case id."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the run bundle in this folder, skipping finished cases."),
-    rerun_failed: Optional[Path] = typer.Option(None, "--rerun-failed", help="Run only the cases that failed or errored in this run bundle."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not read or write the response cache."),
-    cache_dir: Path = typer.Option(Path(".evalrun/cache"), "--cache-dir", help="Where the response cache lives."),
-    record: Optional[Path] = typer.Option(None, "--record", help="Write every target and judge call to this cassette (JSONL)."),
-    replay: Optional[Path] = typer.Option(None, "--replay", help="Serve every call from this cassette; fail on a miss."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress and no table; just the exit code and bundle path."),
+    threshold: float | None = typer.Option(
+        None, "--threshold", help="Fail (exit 1) when the suite's mean score is below this."
+    ),
+    max_errors: int = typer.Option(
+        0, "--max-errors", min=0, help="Errors and unscored cases tolerated before exit 3."
+    ),
+    shard: str | None = typer.Option(
+        None,
+        "--shard",
+        help="Run only slice i of n (e.g. 2/4), chosen by a stable hash of the case id.",
+    ),
+    resume: Path | None = typer.Option(
+        None, "--resume", help="Continue the run bundle in this folder, skipping finished cases."
+    ),
+    rerun_failed: Path | None = typer.Option(
+        None, "--rerun-failed", help="Run only the cases that failed or errored in this run bundle."
+    ),
+    no_cache: bool = typer.Option(
+        False, "--no-cache", help="Do not read or write the response cache."
+    ),
+    cache_dir: Path = typer.Option(
+        Path(".evalrun/cache"), "--cache-dir", help="Where the response cache lives."
+    ),
+    record: Path | None = typer.Option(
+        None, "--record", help="Write every target and judge call to this cassette (JSONL)."
+    ),
+    replay: Path | None = typer.Option(
+        None, "--replay", help="Serve every call from this cassette; fail on a miss."
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="No progress and no table; just the exit code and bundle path."
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
     from evalrun.runner.runner import EvalRun
@@ -89,8 +124,8 @@ def run(
         run_ = EvalRun(loaded, options)
     except (EvalFileError, ConfigError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    if not run_.cases:
-        raise _fail("no test case matches the --filter/--shard selection")
+    if not run_.cases and options.shard is None:
+        raise _fail("no test case matches the --filter selection")
     outcome = asyncio.run(run_.run())
     _write_reports(options)
     if not quiet:
@@ -138,7 +173,11 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
     console.print(table)
     counts = summary.get("counts", {})
     mean = summary.get("mean_score")
-    parts = [f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "error", "unscored") if counts.get(k)]
+    parts = [
+        f"{counts.get(k, 0)} {k}"
+        for k in ("passed", "failed", "error", "unscored")
+        if counts.get(k)
+    ]
     line = f"{counts.get('total', len(cases))} cases: " + ", ".join(parts)
     if mean is not None:
         line += f" · mean score {mean:.3f}"

@@ -111,7 +111,11 @@ def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:
     out = []
     for part in argv:
         candidate = eval_dir / part
-        if ("/" in part or part.startswith(".")) and not Path(part).is_absolute() and candidate.exists():
+        if (
+            ("/" in part or part.startswith("."))
+            and not Path(part).is_absolute()
+            and candidate.exists()
+        ):
             out.append(str(candidate.resolve()))
         else:
             out.append(part)

@@ -115,7 +115,9 @@ async def run_process(
         proc = asyncio.subprocess.Process(transport, protocol, loop)
     except (OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return ProcessOutcome(None, b"", "", elapsed(), spawn_error=f"cannot start {argv[0]!r}: {reason}")
+        return ProcessOutcome(
+            None, b"", "", elapsed(), spawn_error=f"cannot start {argv[0]!r}: {reason}"
+        )
 
     assert proc.stdin and proc.stdout and proc.stderr
     overflow = asyncio.Event()

@@ -22,7 +22,9 @@ class OutputError(ValueError):
     """The grader's JSON does not follow the output contract."""
 
 
-def interpret(outcome: ProcessOutcome, *, name: str, threshold: float, weight: float) -> GraderResult:
+def interpret(
+    outcome: ProcessOutcome, *, name: str, threshold: float, weight: float
+) -> GraderResult:
     base = GraderResult(
         name=name,
         status="error",
@@ -114,7 +116,9 @@ def _apply_output(result: GraderResult, doc: dict[str, Any]) -> None:
         if passed is not None:
             score = 1.0 if passed else 0.0
         elif checks:
-            score = sum(c["score"] if "score" in c else float(c["pass"]) for c in checks) / len(checks)
+            score = sum(c["score"] if "score" in c else float(c["pass"]) for c in checks) / len(
+                checks
+            )
         else:
             raise OutputError("needs 'score' (0..1), 'pass' or 'checks'")
     result.score = score
@@ -138,7 +142,10 @@ def _checks(value: Any) -> list[dict[str, Any]]:
         passed = item.get("pass", item.get("passed"))
         if not isinstance(passed, bool):
             raise OutputError("each check needs 'pass': true or false")
-        check: dict[str, Any] = {"text": str(item.get("text", item.get("name", ""))), "pass": passed}
+        check: dict[str, Any] = {
+            "text": str(item.get("text", item.get("name", ""))),
+            "pass": passed,
+        }
         if isinstance(item.get("score"), (int, float)) and not isinstance(item["score"], bool):
             check["score"] = float(item["score"])
         if item.get("reason") is not None:

@@ -117,12 +117,17 @@ class EvalRun:
         workers = asyncio.Semaphore(max(1, options.workers))
 
         async def one(case: TestCase, repeat: int) -> None:
-            async with workers:
-                if self._interrupted:
-                    return
-                result, calls = await self._run_case(case, repeat, ctx)
+            try:
+                async with workers:
+                    if self._interrupted:
+                        raise asyncio.CancelledError
+                    result, calls = await self._run_case(case, repeat, ctx)
+            except asyncio.CancelledError:
+                if not self._interrupted:
+                    raise
+                result, calls = _interrupted_result(case, repeat, self.target_name), []
             writer.add_case(result)
-            writer.add_judge_calls(calls)
+            writer.add_judge_calls([{**call, "repeat": repeat} for call in calls])
             results.append(result)
             progress.case_done(result)
 
@@ -248,6 +253,7 @@ class EvalRun:
             "complete": not self._interrupted and len(results) == expected,
             "interrupted": self._interrupted,
             "threshold": self.options.threshold,
+            "max_errors": self.options.max_errors,
             "repeat": self.options.repeat,
             "shard": "/".join(map(str, self.options.shard)) if self.options.shard else None,
         }
@@ -274,6 +280,13 @@ def _secret_of(target: TargetConfig) -> str | None:
         return target.resolve_secret()
     except ConfigError:
         return None
+
+
+def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> CaseResult:
+    """Every case gets exactly one result, also when Ctrl-C stopped it; --resume reruns it."""
+    return CaseResult(
+        id=case.id, status="error", repeat=repeat, target=target, error="interrupted (Ctrl-C)"
+    )
 
 
 def _judge_usage(graders: list[GraderResult]) -> dict[str, Any]:

@@ -9,7 +9,12 @@ from typing import Any
 
 from evalrun.spec.yamlsource import LineMap
 
-_FILE_KEYS = {"eval_cases": "tests", "evalcases": "tests", "assertions": "graders", "evaluators": "graders"}
+_FILE_KEYS = {
+    "eval_cases": "tests",
+    "evalcases": "tests",
+    "assertions": "graders",
+    "evaluators": "graders",
+}
 _CASE_KEYS = {
     "assertions": "graders",
     "evaluators": "graders",
@@ -21,7 +26,9 @@ _CASE_KEYS = {
 _GRADER_KEYS = {"script": "command", "max_calls": None}
 
 
-def _rename(data: dict[str, Any], old: str, new: str, path: tuple[Any, ...], lines: LineMap) -> None:
+def _rename(
+    data: dict[str, Any], old: str, new: str, path: tuple[Any, ...], lines: LineMap
+) -> None:
     if old not in data or new in data:
         return
     data[new] = data.pop(old)

@@ -96,7 +96,9 @@ def _load_tests_file(eval_path: Path, ref: str) -> list[TestCase]:
             problems.append(_prefix_index(validation_error_message(path, exc, sub), i))
             continue
         if case.id in seen:
-            problems.append(f"{path}:{lines.get((i,), '?')}: [{i}].id: duplicate test id '{case.id}'")
+            problems.append(
+                f"{path}:{lines.get((i,), '?')}: [{i}].id: duplicate test id '{case.id}'"
+            )
         seen.add(case.id)
         cases.append(case)
     if problems:

@@ -1,0 +1,61 @@
+"""``evalrun grader check -- CMD...``: the conformance kit for graders in any language."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+grader_app = typer.Typer(
+    help="Work on graders: check one against the protocol.", no_args_is_help=True
+)
+
+
+@grader_app.command(
+    "check", context_settings={"allow_extra_args": True, "ignore_unknown_options": True}
+)
+def check(
+    command: list[str] = typer.Argument(..., help="The grader's argv, after --."),
+    max_calls: int = typer.Option(20, "--max-calls", help="Judge-call budget per payload."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per grader run."),
+    cwd: Path = typer.Option(Path("."), "--cwd", help="Folder the grader runs in."),
+    dump: Path | None = typer.Option(
+        None, "--dump-payloads", help="Also write the golden payloads to this folder."
+    ),
+) -> None:
+    """Run a grader against golden payloads and a scripted judge; report contract violations."""
+    from evalrun.launcher.conformance import check_grader, write_golden_payloads
+
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        write_golden_payloads(dump)
+    results = asyncio.run(
+        check_grader(command, cwd=cwd.resolve(), max_calls=max_calls, timeout=timeout)
+    )
+    console = Console()
+    table = Table(title=f"grader check: {' '.join(command)}", title_justify="left")
+    for column in ("payload", "status", "score", "judge calls", "findings"):
+        table.add_column(column)
+    failures = 0
+    for r in results:
+        findings = [f"[red]✗ {p}[/]" for p in r.problems] + [
+            f"[yellow]! {w}[/]" for w in r.warnings
+        ]
+        failures += bool(r.problems)
+        calls = str(r.result.proxy.calls) if r.result.proxy else "-"
+        score = "-" if r.result.score is None else f"{r.result.score:.3f}"
+        table.add_row(
+            r.payload, r.result.status, score, calls, "\n".join(findings) or "[green]ok[/]"
+        )
+    console.print(table)
+    if failures:
+        console.print(f"[red]{failures} of {len(results)} payloads broke the protocol[/]")
+        raise typer.Exit(1)
+    console.print(f"[green]the grader follows the protocol on all {len(results)} payloads[/]")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(grader_app, name="grader")

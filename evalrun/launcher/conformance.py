@@ -1,0 +1,154 @@
+"""``evalrun grader check``: feed golden payloads to any grader, behind a real proxy with a
+scripted judge, and list every way its behaviour breaks the protocol."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.results.models import GraderResult
+from evalrun.spec.models import GraderSpec, TestCase
+from evalrun.targets import TargetConfig, TargetPool, TargetsFile
+
+JUDGE = "conformance-judge"
+
+#: Replies a careful judge could give, by typed task; free-text prompts get a neutral JSON.
+_JUDGE_RULES = [
+    {
+        "task": "relevance",
+        "response": '{"relevant": true, "reason": "scripted", "confidence": 0.9}',
+    },
+    {
+        "task": "attribution",
+        "response": '{"attributable": true, "node": 1, "reason": "scripted", "confidence": 0.9}',
+    },
+    {"task": "statements", "response": '{"statements": ["Paris is the capital of France."]}'},
+    {"task": "similarity", "response": '{"similarity": 0.75, "choice": "4", "reason": "scripted"}'},
+]
+_JUDGE_DEFAULT = (
+    '{"relevant": true, "attributable": true, "score": 4, "choice": "4", "reason": "scripted"}'
+)
+
+_RAG_EXPECTED = [
+    {
+        "role": "assistant",
+        "tool_calls": [
+            {
+                "tool": "vector_search",
+                "input": {"query": "capital of France"},
+                "output": {
+                    "results": ["Paris is the capital of France.", "The Eiffel Tower is tall."]
+                },
+            }
+        ],
+    },
+    {"role": "assistant", "content": "Paris is the capital of France."},
+]
+
+GOLDEN: list[tuple[str, dict, str | None]] = [
+    (
+        "plain-text",
+        {"id": "plain-text", "input": "What is the capital of France?", "criteria": "Paris"},
+        "Paris.",
+    ),
+    (
+        "rag-tool-calls",
+        {
+            "id": "rag-tool-calls",
+            "criteria": "Paris is the capital of France.",
+            "input": [{"role": "user", "content": "What is the capital of France?"}],
+            "expected_output": _RAG_EXPECTED,
+        },
+        "Paris is the capital of France.",
+    ),
+    ("no-output", {"id": "no-output", "input": "Say something.", "criteria": None}, None),
+    (
+        "unicode-and-empty",
+        {
+            "id": "unicode-and-empty",
+            "input": "Ça va? 東京 🚀",
+            "expected_output": "",
+            "metadata": {"k": [1, 2]},
+        },
+        "",
+    ),
+]
+
+
+@dataclass
+class CheckResult:
+    payload: str
+    result: GraderResult
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _problems(result: GraderResult, max_calls: int) -> tuple[list[str], list[str]]:
+    problems: list[str] = []
+    warnings: list[str] = []
+    if result.status == "error":
+        detail = f" (stderr: {result.stderr_tail.splitlines()[-1]})" if result.stderr_tail else ""
+        problems.append(f"error: {result.reason}{detail}")
+    if result.status in ("passed", "failed") and result.stderr_tail:
+        warnings.append("wrote to stderr although it graded")
+    if result.proxy and result.proxy.calls > max_calls:
+        problems.append(f"used {result.proxy.calls} judge calls, over max_calls {max_calls}")
+    if result.status == "unscored" and result.reason == "grader abstained":
+        warnings.append("abstained (exit 3) without saying why")
+    return problems, warnings
+
+
+async def check_grader(
+    argv: list[str],
+    *,
+    cwd: Path,
+    max_calls: int = 20,
+    timeout: float = 60,
+    config: dict | None = None,
+) -> list[CheckResult]:
+    from proxy import JudgeProxy
+
+    judge = TargetConfig(name=JUDGE, kind="mock", rules=_JUDGE_RULES, default=_JUDGE_DEFAULT)
+    pool = TargetPool(TargetsFile(targets=[judge]))
+    spec = GraderSpec(
+        name="grader-under-check",
+        command=argv,
+        target={"max_calls": max_calls},
+        timeout=timeout,
+        config=config or {},
+    )
+    out: list[CheckResult] = []
+    async with JudgeProxy(pool.get, pool.names) as proxy:
+
+        async def started() -> JudgeProxy:
+            return proxy
+
+        ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started)
+        for name, case_data, output in GOLDEN:
+            case = TestCase.model_validate(case_data)
+            first = (await run_grader(spec, case, output, ctx)).result
+            problems, warnings = _problems(first, max_calls)
+            if first.status in ("passed", "failed"):
+                second = (await run_grader(spec, case, output, ctx)).result
+                if second.score != first.score:
+                    warnings.append(
+                        f"not deterministic against a scripted judge: {first.score} then {second.score}"
+                    )
+            out.append(CheckResult(name, first, problems, warnings))
+    await pool.aclose()
+    return out
+
+
+def write_golden_payloads(folder: Path | None = None) -> Path:
+    """The golden stdin payloads as files, for running a grader by hand."""
+    from evalrun.launcher.payload import build_payload
+
+    folder = folder or Path(tempfile.mkdtemp(prefix="evalrun-golden-"))
+    spec = GraderSpec(name="grader-under-check", command=["x"], target={"max_calls": 20})
+    for name, case_data, output in GOLDEN:
+        payload = build_payload(TestCase.model_validate(case_data), spec, output)
+        (folder / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
+    return folder

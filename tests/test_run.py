@@ -1,0 +1,253 @@
+"""`evalrun FILE` end to end, as a user runs it: real processes, real proxy, real bundle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from tests.conftest import read_bundle, run_cli
+
+TARGETS = """
+targets:
+  - name: sut
+    kind: mock
+    default: I do not know.
+    rules:
+      - match: capital of France
+        response: Paris is the capital of France.
+  - name: judge
+    kind: mock
+    default: '{"verdict": "no"}'
+    rules:
+      - match: Paris
+        response: '{"verdict": "yes"}'
+  - name: keyed
+    kind: openai
+    model: gpt-4o-mini
+    api_key_env: EVALRUN_TEST_MISSING_KEY
+"""
+
+JUDGE_GRADER = """
+import json, os, sys, urllib.request
+payload = json.load(sys.stdin)
+url = os.environ["AGENTV_TARGET_PROXY_URL"] + "/invoke"
+request = urllib.request.Request(
+    url,
+    data=json.dumps({"question": "Is this right? " + (payload["output"] or "")}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["AGENTV_TARGET_PROXY_TOKEN"],
+             "Content-Type": "application/json"},
+)
+reply = json.loads(urllib.request.urlopen(request).read())
+verdict = json.loads(reply["rawText"])["verdict"]
+print(json.dumps({"score": 1.0 if verdict == "yes" else 0.0, "reason": "judge said " + verdict}))
+"""
+
+
+def make_eval(tmp_path: Path, body: str, grader: str = JUDGE_GRADER) -> Path:
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "judge_grader.py").write_text(textwrap.dedent(grader))
+    path = tmp_path / "suite.eval.yaml"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+SUITE = """
+target: sut
+judge: judge
+graders:
+  - name: judged
+    command: [python, judge_grader.py]
+    target: {max_calls: 2}
+tests:
+  - id: france
+    input: What is the capital of France?
+  - id: spain
+    input: What is the capital of Spain?
+  - id: given
+    input: anything
+    output: Paris, obviously.
+"""
+
+
+def test_cases_answered_by_target_and_graded_through_the_proxy(tmp_path):
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "out"
+    result = run_cli(str(path), "--out", str(out))
+    assert result.returncode == 1, result.stderr  # spain fails
+    cases, summary = read_bundle(out)
+    by_id = {c["id"]: c for c in cases}
+    assert len(cases) == 3
+    assert by_id["france"]["output"] == "Paris is the capital of France."
+    assert by_id["france"]["status"] == "passed"
+    assert by_id["spain"]["status"] == "failed"
+    assert by_id["given"]["output"] == "Paris, obviously."
+    grader = by_id["france"]["graders"][0]
+    assert grader["proxy"]["calls"] == 1 and grader["proxy"]["max_calls"] == 2
+    assert summary["counts"] == {"passed": 2, "failed": 1, "error": 0, "unscored": 0, "total": 3}
+    assert summary["complete"] is True and summary["exit_code"] == 1
+    calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
+    assert len(calls) == 3 and {c["case_id"] for c in calls} == {"france", "spain", "given"}
+    assert "france" in result.stdout and "mean score" in result.stdout
+    for report in ("report.md", "report.html", "junit.xml"):
+        assert (out / report).is_file()
+
+
+def test_exit_0_when_every_gate_holds_and_filter_selects(tmp_path):
+    path = make_eval(tmp_path, SUITE)
+    result = run_cli(
+        str(path), "--out", str(tmp_path / "o"), "--filter", "fr*", "--filter", "given"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    cases, _ = read_bundle(tmp_path / "o")
+    assert sorted(c["id"] for c in cases) == ["france", "given"]
+
+
+def test_suite_threshold_gate(tmp_path):
+    path = make_eval(tmp_path, SUITE)
+    ok = run_cli(
+        str(path), "--out", str(tmp_path / "a"), "--filter", "france", "--threshold", "0.9"
+    )
+    assert ok.returncode == 0
+    low = run_cli(
+        str(path), "--out", str(tmp_path / "b"), "--filter", "france", "--threshold", "1.1"
+    )
+    assert low.returncode == 1
+
+
+def test_errors_beyond_max_errors_exit_3(tmp_path):
+    crashing = "import sys\nsys.stderr.write('kaboom\\n')\nsys.exit(2)\n"
+    path = make_eval(tmp_path, SUITE, grader=crashing)
+    result = run_cli(str(path), "--out", str(tmp_path / "o"))
+    assert result.returncode == 3
+    cases, summary = read_bundle(tmp_path / "o")
+    assert {c["status"] for c in cases} == {"error"}
+    assert cases[0]["graders"][0]["exit_code"] == 2
+    assert "kaboom" in cases[0]["graders"][0]["stderr_tail"]
+    assert summary["counts"]["error"] == 3
+    tolerated = run_cli(str(path), "--out", str(tmp_path / "p"), "--max-errors", "3")
+    assert tolerated.returncode == 0
+
+
+def test_configuration_errors_exit_2_before_running(tmp_path):
+    path = make_eval(tmp_path, SUITE)
+    unknown = run_cli(str(path), "--target", "nope", "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2
+    assert "unknown target 'nope'" in unknown.stderr and "sut" in unknown.stderr
+    env = {k: v for k, v in os.environ.items() if k != "EVALRUN_TEST_MISSING_KEY"}
+    missing = run_cli(str(path), "--target", "keyed", "--out", str(tmp_path / "o"), env=env)
+    assert missing.returncode == 2
+    assert "EVALRUN_TEST_MISSING_KEY" in missing.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_run_and_plain_forms_are_the_same(tmp_path):
+    path = make_eval(tmp_path, SUITE)
+    result = run_cli("run", str(path), "--out", str(tmp_path / "o"), "--filter", "given", "--quiet")
+    assert result.returncode == 0
+    assert result.stdout.strip() == str(tmp_path / "o")
+
+
+def test_repeat_and_shards_partition_cases(tmp_path):
+    body = SUITE.replace(
+        "tests:\n",
+        "tests:\n"
+        + "".join(f"  - {{id: extra-{i}, input: x, output: Paris {i}}}\n" for i in range(9)),
+    )
+    path = make_eval(tmp_path, body)
+    seen: list[str] = []
+    for shard in ("1/3", "2/3", "3/3"):
+        out = tmp_path / f"s{shard[0]}"
+        result = run_cli(str(path), "--out", str(out), "--shard", shard, "--quiet")
+        assert result.returncode in (0, 1), result.stderr
+        seen += [c["id"] for c in read_bundle(out)[0]]
+    assert sorted(seen) == sorted(["france", "spain", "given", *[f"extra-{i}" for i in range(9)]])
+    rep = run_cli(str(path), "--out", str(tmp_path / "r"), "--filter", "given", "--repeat", "3")
+    assert rep.returncode == 0, rep.stderr
+    cases, summary = read_bundle(tmp_path / "r")
+    assert sorted(c["repeat"] for c in cases) == [0, 1, 2]
+    assert summary["repeat"] == 3
+
+
+def test_resume_skips_finished_cases(tmp_path):
+    counter = tmp_path / "count"
+    grader = f"""
+    import json, sys
+    data = json.load(sys.stdin)
+    with open({str(counter)!r}, "a") as f:
+        f.write(data["case_id"] + "\\n")
+    print(json.dumps({{"score": 1.0}}))
+    """
+    path = make_eval(tmp_path, SUITE, grader=grader)
+    out = tmp_path / "o"
+    assert run_cli(str(path), "--out", str(out), "--filter", "france").returncode == 0
+    assert counter.read_text().split() == ["france"]
+    assert run_cli(str(path), "--resume", str(out)).returncode == 0
+    assert sorted(counter.read_text().split()) == ["france", "given", "spain"]
+    cases, summary = read_bundle(out)
+    assert sorted(c["id"] for c in cases) == ["france", "given", "spain"]
+    assert summary["counts"]["total"] == 3
+
+
+def test_ctrl_c_kills_graders_writes_incomplete_summary_and_exits_130(tmp_path):
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    grader = f"""
+    import json, os, sys, time
+    data = json.load(sys.stdin)
+    child = os.fork()
+    if child == 0:
+        time.sleep(120)
+        os._exit(0)
+    open(os.path.join({str(pids)!r}, str(os.getpid())), "w").write(str(child))
+    if data["case_id"] == "given":
+        print(json.dumps({{"score": 1.0}}))
+        sys.exit(0)
+    time.sleep(120)
+    """
+    path = make_eval(tmp_path, SUITE, grader=grader)
+    out = tmp_path / "o"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", str(path), "--out", str(out), "--workers", "3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(list(pids.iterdir())) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    cases, summary = read_bundle(out)
+    assert sorted(c["id"] for c in cases) == ["france", "given", "spain"]
+    by_id = {c["id"]: c for c in cases}
+    assert by_id["given"]["status"] == "passed"
+    assert by_id["france"]["status"] == "error" and "interrupted" in by_id["france"]["error"]
+    assert summary["interrupted"] is True and summary["complete"] is False
+    assert "interrupted" in stdout
+    leftover = []
+    for pidfile in pids.iterdir():
+        for pid in (int(pidfile.name), int(pidfile.read_text())):
+            if _alive(pid):
+                leftover.append(pid)
+    assert leftover == []
+
+
+def _alive(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().split(")")[-1].split()[0] == "Z":
+                    return False
+        except FileNotFoundError:
+            return False
+        time.sleep(0.05)
+    return True

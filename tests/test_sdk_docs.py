@@ -1,0 +1,71 @@
+"""The examples in docs/grader-protocol.md run as written (shell, Python, JavaScript)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.sdk_helpers import ROOT, FakeProxy, eval_cases, mock_judge, payload_for
+
+DOC = (ROOT / "docs" / "grader-protocol.md").read_text()
+
+
+def block(language: str, marker: str) -> str:
+    for lang, body in re.findall(r"```(\w+)\n(.*?)```", DOC, re.DOTALL):
+        if lang == language and marker in body:
+            return body
+    raise AssertionError(f"no {language} block with {marker!r} in the doc")
+
+
+def run(argv: list[str], stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, timeout=30)
+
+
+@pytest.mark.skipif(not (shutil.which("curl") and shutil.which("jq")), reason="needs curl and jq")
+def test_shell_grader_example(tmp_path: Path) -> None:
+    script = tmp_path / "judge-once.sh"
+    script.write_text(block("sh", "curl"))
+    payload = json.dumps({"criteria": "Names Paris", "output": "Paris."})
+    with FakeProxy(
+        lambda r: "Yes, it names Paris." if "Paris." in r["question"] else "No"
+    ) as proxy:
+        graded = run(["sh", str(script)], payload, proxy.env())
+        proxy.fail_next(502, "upstream_error", "judge down")
+        failed = run(["sh", str(script)], payload, proxy.env())
+        assert proxy.requests[0]["temperature"] == 0
+    assert graded.returncode == 0, graded.stderr
+    assert json.loads(graded.stdout) == {"score": 1, "reason": "Yes, it names Paris."}
+    assert failed.returncode == 3
+    assert json.loads(failed.stdout)["abstain"] is True
+
+
+def test_python_sdk_example(tmp_path: Path) -> None:
+    script = tmp_path / "my_grader.py"
+    script.write_text(block("python", "@script_grader"))
+    case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    with FakeProxy(mock_judge()) as proxy:
+        proc = run([sys.executable, str(script)], json.dumps(payload_for(case)), proxy.env())
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["score"] == pytest.approx(2 / 3)
+    assert result["misses"] == ["The Eiffel Tower was built in 1887."]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_js_sdk_example(tmp_path: Path) -> None:
+    sdk = json.dumps((ROOT / "grader_sdk" / "js" / "index.mjs").as_uri())
+    script = tmp_path / "my-grader.mjs"
+    script.write_text(
+        block("js", "defineScriptGrader").replace("'../grader_sdk/js/index.mjs'", sdk)
+    )
+    case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    with FakeProxy(mock_judge()) as proxy:
+        proc = run(["node", str(script)], json.dumps(payload_for(case)), proxy.env())
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["score"] == pytest.approx(2 / 3)

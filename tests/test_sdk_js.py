@@ -370,3 +370,31 @@ def test_exit_codes(tmp_path: Path, body: str, code: int, stdout: Any, stderr: s
 def test_bad_stdin_is_an_error(tmp_path: Path) -> None:
     proc = run_js_grader(tmp_path, "sdk.defineScriptGrader(() => 1);", "not json")
     assert proc.returncode == 1 and proc.stderr
+
+
+RUNTIMES = {
+    "bun": ["bun"],
+    "deno": ["deno", "run", "--allow-env", "--allow-net"],
+}
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_precision_grader_on_other_runtimes(runtime: str) -> None:
+    """Bun and Deno run the same grader (skipped where they are not installed)."""
+    if shutil.which(runtime) is None:
+        pytest.skip(f"{runtime} is not installed")
+    from tests.sdk_helpers import eval_cases, mock_judge, payload_for
+
+    case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    script = ROOT / "graders" / "js" / "contextual-precision.mjs"
+    with FakeProxy(mock_judge()) as proxy:
+        proc = subprocess.run(
+            [*RUNTIMES[runtime], str(script)],
+            input=json.dumps(payload_for(case)),
+            capture_output=True,
+            text=True,
+            env=proxy.env(),
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["score"] == pytest.approx(5 / 6)

@@ -138,7 +138,10 @@ async def serve_proxy(upstream_url: str) -> None:
     }
     async with JudgeProxy(targets.__getitem__, list(targets)) as proxy:
         grant = proxy.grant("http", max_calls=10**9)
-        print(json.dumps({"url": proxy.url, "token": grant.token}), flush=True)
+        import importlib.util
+
+        parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+        print(json.dumps({"url": proxy.url, "token": grant.token, "parser": parser}), flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
     for target in targets.values():
         await target.aclose()
@@ -218,7 +221,10 @@ def pct(samples: list[float], q: float) -> float:
 
 
 async def bench(args: argparse.Namespace) -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     me = [sys.executable, __file__]
     upstream = subprocess.Popen(
         [*me, "--serve-upstream"], stdout=subprocess.PIPE, text=True, env=env
@@ -276,10 +282,12 @@ async def bench(args: argparse.Namespace) -> None:
         upstream.terminate()
         upstream.wait(timeout=5)
 
-    report(lat, tput, args)
+    report(lat, tput, args, info["parser"])
 
 
-def report(lat: dict[str, list[float]], tput: dict[str, float], args: argparse.Namespace) -> None:
+def report(
+    lat: dict[str, list[float]], tput: dict[str, float], args: argparse.Namespace, parser: str
+) -> None:
     d50, d99 = pct(lat["direct"], 0.50), pct(lat["direct"], 0.99)
     p50, p99 = pct(lat["proxy"], 0.50), pct(lat["proxy"], 0.99)
     o50, o99 = pct(lat["proxy-only"], 0.50), pct(lat["proxy-only"], 0.99)
@@ -298,7 +306,7 @@ def report(lat: dict[str, list[float]], tput: dict[str, float], args: argparse.N
     print(
         f"({args.calls} sequential calls per side after 200 warm-up; "
         f"{args.seconds:g} s per side at {args.clients} keep-alive connections; "
-        f"{os.cpu_count()} CPUs)"
+        f"{os.cpu_count()} CPUs; uvicorn HTTP parser: {parser})"
     )
 
 

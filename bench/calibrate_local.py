@@ -111,8 +111,8 @@ def main() -> None:
     train = [r for r in rel_rows if not held_out(r[0])]
     xb = np.array([r[1] for r in train])
     yb = np.array([r[2] for r in train])
-    batch_w, batch_b = fit_logistic(xb, yb)
-    single_w, single_b = fit_logistic(xb[:, [0, 3]], yb)
+    batch_w, batch_b = fit_logistic(xb[:, list(judge.BATCH_COLUMNS)], yb)
+    single_w, single_b = fit_logistic(xb[:, list(judge.SINGLE_COLUMNS)], yb)
 
     ax, ay = [], []
     for g, gold, rows, nodes in att_units:
@@ -143,8 +143,10 @@ def main() -> None:
     report: dict[str, dict[str, object]] = {}
     for part, keep in (("train", False), ("held_out", True), ("all", None)):
         rel = [r for r in rel_rows if keep is None or held_out(r[0]) == keep]
-        batch_pairs = [(batch.probability(f) >= 0.5, bool(y)) for _, f, y in rel]
-        single_pairs = [(single.probability([f[0], f[3]]) >= 0.5, bool(y)) for _, f, y in rel]
+        batch_pairs = [(batch.probability(_cols(f, judge.BATCH_COLUMNS)) >= 0.5, bool(y)) for _, f, y in rel]
+        single_pairs = [
+            (single.probability(_cols(f, judge.SINGLE_COLUMNS)) >= 0.5, bool(y)) for _, f, y in rel
+        ]
         att = [r for r in att_units if keep is None or held_out(r[0]) == keep]
         att_pairs, node_hits, positives = [], 0, 0
         for _, gold, rows, nodes in att:
@@ -208,6 +210,10 @@ def main() -> None:
         ]
         OUTPUT.write_text("\n".join(lines), encoding="utf-8")
         print(f"wrote {OUTPUT.relative_to(ROOT)}", file=sys.stderr)
+
+
+def _cols(row: list[float], columns: tuple[int, ...]) -> list[float]:
+    return [row[i] for i in columns]
 
 
 def _decision_row(rank: judge.Logistic, rows: list[list[float]]) -> list[float]:

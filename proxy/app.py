@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import secrets
 import time
@@ -45,9 +46,9 @@ from proxy.wire import (
     TextPart,
 )
 
-_LOOPBACK_HOST = re.compile(rb"^(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE)
+_LOOPBACK_HOST = re.compile(rb"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
 _LOOPBACK_ORIGIN = re.compile(
-    rb"^https?://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?$", re.IGNORECASE
+    rb"https?://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE
 )
 _FINISH_REASONS = {
     "stop": "stop",
@@ -59,6 +60,7 @@ _FINISH_REASONS = {
     "content_filter": "content_filter",
 }
 _JSON_HEADER = (b"content-type", b"application/json")
+logger = logging.getLogger("evalrun.proxy")
 
 Reply = tuple[int, bytes]
 Handler = Callable[[str | None, bytes], Awaitable[Reply]]
@@ -176,7 +178,7 @@ class ProxyRoutes:
         raise ProxyError(
             400,
             "unknown_target",
-            f"target '{name}' is not available to this grader "
+            f"target '{name[:100]}' is not available to this grader "
             f"(allowed: {', '.join(grant.allowed)})",
             allowed=list(grant.allowed),
         )
@@ -384,6 +386,9 @@ class ProxyRoutes:
             return await handler(authorization, body)
         except ProxyError as exc:
             return exc.reply()
+        except Exception:
+            logger.exception("judge proxy: unexpected error in %s", handler.__name__)
+            return 500, _error("internal_error", "unexpected error in the judge proxy")
 
 
 async def _send(send: Send, status: int, body: bytes, *, close: bool = False) -> None:
@@ -403,6 +408,7 @@ class ProxyApp(FastAPI):
 
     routes_impl: ProxyRoutes
     max_body_bytes: int
+    too_large_body: bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -414,25 +420,25 @@ class ProxyApp(FastAPI):
         host = origin = length = authorization = None
         for name, value in scope["headers"]:
             if name == b"host":
-                host = value
+                host = b"" if host is not None else value  # two Host headers: refuse
             elif name == b"authorization":
                 authorization = value
             elif name == b"content-length":
                 length = value
             elif name == b"origin":
                 origin = value
-        if host is None or not _LOOPBACK_HOST.match(host):
+        if host is None or not _LOOPBACK_HOST.fullmatch(host):
             body = _error("bad_request", "Host header must be a loopback address")
             await _send(send, 403, body, close=True)
             return
-        if origin is not None and not _LOOPBACK_ORIGIN.match(origin):
+        if origin is not None and not _LOOPBACK_ORIGIN.fullmatch(origin):
             body = _error("bad_request", "cross-origin requests are not allowed")
             await _send(send, 403, body, close=True)
             return
         # A 413 keeps the connection: uvicorn discards the rest of the body, so the client reads
         # the error instead of a reset while it is still sending.
         limit = self.max_body_bytes
-        too_large = _error("payload_too_large", f"request body over {limit} bytes")
+        too_large = self.too_large_body
         if length is not None:
             if not length.isdigit():
                 await _send(send, 400, _error("bad_request", "bad Content-Length"), close=True)
@@ -532,6 +538,7 @@ def create_app(
     routes = ProxyRoutes(registry, resolve_target, list(target_names))
     app.routes_impl = routes
     app.max_body_bytes = max_body_bytes
+    app.too_large_body = _error("payload_too_large", f"request body over {max_body_bytes} bytes")
 
     @app.exception_handler(StarletteHTTPException)
     async def _on_http_error(request: Request, exc: Exception) -> Response:

@@ -99,7 +99,7 @@ class JudgeProxy:
             lifespan="off",
             access_log=False,
             log_config=None,
-            log_level="warning",
+            log_level="error",
             proxy_headers=False,
             server_header=False,
             date_header=False,

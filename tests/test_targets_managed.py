@@ -431,3 +431,43 @@ def test_missing_key_is_a_config_error_naming_the_variable() -> None:
         pool.check(["g"])
     with pytest.raises(ConfigError, match="GEMINI_KEY_X"):
         pool.get("g")
+
+
+def test_cancelled_waiters_do_not_leak_slots() -> None:
+    from evalrun.targets.limit import ConcurrencyLimit
+
+    async def main() -> None:
+        limit = ConcurrencyLimit(1)
+        await limit.acquire()
+        first = asyncio.ensure_future(limit.acquire())
+        second = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)
+        first.cancel()
+        limit.release()  # hands the slot past the cancelled waiter to the second one
+        await asyncio.wait_for(second, 1)
+        assert limit.active == 1 and first.cancelled()
+        limit.release()
+        assert limit.active == 0
+        # a slot handed over in the same tick as a cancel is passed on, not lost
+        await limit.acquire()
+        third = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)
+        limit.release()
+        third.cancel()
+        await asyncio.gather(third, return_exceptions=True)
+        assert limit.active == 0
+
+    run(main())
+
+
+def test_unexpected_provider_failure_becomes_a_redacted_target_error() -> None:
+    class Broken(OpenAITarget):
+        async def complete(self, request: CompletionRequest) -> Any:
+            raise RuntimeError(f"bug while using {KEY}")
+
+    cfg = config(name="judge", model="m")
+    target = ManagedTarget(Broken(cfg, KEY), cfg)
+    with pytest.raises(TargetError) as info:
+        run(target.complete(PROMPT))
+    assert "RuntimeError: bug while using ***" in info.value.message
+    assert KEY not in info.value.message and not info.value.retryable

@@ -18,10 +18,12 @@ from typing import Protocol
 import numpy as np
 
 from evalrun.targets import local_calibration as cal
-from evalrun.targets.local_text import coverage, lexical, resolve_pronouns
+from evalrun.targets.local_text import coverage, lexical, resolve_pronouns, sentences, subject_of
 
-RELEVANCE_FEATURES = ("cosine", "gap_to_best", "gap_to_mean", "query_words")
-RELEVANCE_SINGLE_FEATURES = ("cosine", "query_words")
+RELEVANCE_FEATURES = ("cosine", "gap_to_best", "about_top_subject", "query_words")
+#: Columns of RELEVANCE_FEATURES each model reads: within a list, and for a lone passage.
+BATCH_COLUMNS = (0, 1, 2)
+SINGLE_COLUMNS = (0, 3)
 ATTRIBUTION_FEATURES = ("cosine_as_query", "cosine_as_passage", "words", "numbers", "conflict")
 
 
@@ -61,16 +63,25 @@ ATTRIBUTION = Logistic(*cal.ATTRIBUTION)
 
 
 def relevance_features(encoder: Encoder, query: str, passages: list[str]) -> np.ndarray:
-    """One row per passage: RELEVANCE_FEATURES, relative to the whole list."""
+    """One row per passage: RELEVANCE_FEATURES, relative to the whole list.
+
+    ``about_top_subject`` marks a passage that names the subject of the list's best match when
+    the query does not: "Paris is often referred to as the City of Light" after "Paris is the
+    capital of France" is about the answer, even though it does not state it.
+    """
     q = encoder.encode([query], "query")[0]
     cosines = encoder.encode(passages, "passage") @ q
     claim = lexical(query)
-    words = [coverage(claim, lexical(p))[0] for p in passages]
-    best, mean = float(cosines.max()), float(cosines.mean())
-    return np.array(
-        [[c, c - best, c - mean, w] for c, w in zip(cosines.tolist(), words, strict=True)],
-        dtype=np.float64,
-    )
+    best = int(np.argmax(cosines))
+    opening = sentences(passages[best])
+    answer = lexical(" ".join(subject_of(opening[0] if opening else passages[best]))).stems
+    answer -= claim.stems
+    rows = []
+    for i, (cosine, passage) in enumerate(zip(cosines.tolist(), passages, strict=True)):
+        words = lexical(passage)
+        about = float(i != best and bool(answer & words.stems))
+        rows.append([cosine, cosine - cosines[best], about, coverage(claim, words)[0]])
+    return np.array(rows, dtype=np.float64)
 
 
 def judge_relevance(
@@ -80,15 +91,13 @@ def judge_relevance(
     batch = [s for s in (siblings or []) if isinstance(s, str) and s.strip()]
     if passage not in batch:
         batch.append(passage)
-    rows = relevance_features(encoder, query, batch)
-    row = rows[batch.index(passage)]
-    if len(batch) >= 2:
-        p = RELEVANCE_BATCH.probability(row)
-        features = tuple(float(x) for x in row)
-    else:
-        features = (float(row[0]), float(row[3]))
-        p = RELEVANCE_SINGLE.probability(features)
-    return Verdict(ok=p >= 0.5, probability=p, features=features)
+    row = relevance_features(encoder, query, batch)[batch.index(passage)]
+    model, columns = (
+        (RELEVANCE_BATCH, BATCH_COLUMNS) if len(batch) >= 2 else (RELEVANCE_SINGLE, SINGLE_COLUMNS)
+    )
+    features = tuple(float(row[i]) for i in columns)
+    p = model.probability(features)
+    return Verdict(ok=p >= 0.5, probability=p, features=tuple(float(x) for x in row))
 
 
 def attribution_units(context: list[str]) -> tuple[list[str], list[int]]:

@@ -320,6 +320,11 @@ def _coordinate(first: list[str], left: list[str], right: list[str]) -> list[str
     return None
 
 
+def subject_of(sentence: str) -> list[str]:
+    """The words before the sentence's main verb ("The Berlin Wall" in "The Berlin Wall fell")."""
+    return _subject(sentence.split())
+
+
 def _subject(words: list[str]) -> list[str]:
     verb = _main_verb(words)
     if not verb:

@@ -92,11 +92,14 @@ def main() -> None:
         for (label, _), row in zip(group["passages"], rows, strict=True):
             rel_rows.append((g, row.tolist(), int(label)))
 
-    att_units: list[tuple[int, int, list[list[float]], list[int]]] = []  # (group, gold, rows, nodes)
+    att_units: list[
+        tuple[int, int, list[list[float]], list[int]]
+    ] = []  # (group, gold, rows, nodes)
     for g, group in enumerate(data["attribution"]):
         units, nodes = judge.attribution_units(group["context"])
         for gold, statement in group["statements"]:
             rows = judge.attribution_features(encoder, statement, units)
+            rows = rows[:, list(judge.ATTRIBUTION_COLUMNS)]
             att_units.append((g, int(gold), rows.tolist(), nodes))
 
     sim_rows = []
@@ -143,7 +146,9 @@ def main() -> None:
     report: dict[str, dict[str, object]] = {}
     for part, keep in (("train", False), ("held_out", True), ("all", None)):
         rel = [r for r in rel_rows if keep is None or held_out(r[0]) == keep]
-        batch_pairs = [(batch.probability(_cols(f, judge.BATCH_COLUMNS)) >= 0.5, bool(y)) for _, f, y in rel]
+        batch_pairs = [
+            (batch.probability(_cols(f, judge.BATCH_COLUMNS)) >= 0.5, bool(y)) for _, f, y in rel
+        ]
         single_pairs = [
             (single.probability(_cols(f, judge.SINGLE_COLUMNS)) >= 0.5, bool(y)) for _, f, y in rel
         ]
@@ -157,9 +162,7 @@ def main() -> None:
                 positives += 1
                 node_hits += int(nodes[best] == gold)
         sim = [r for r in sim_rows if keep is None or held_out(r[0]) == keep]
-        predicted = [
-            float(np.clip(sim_coef @ [c, o, 1.0], 0, 1)) for _, c, o, _ in sim
-        ]
+        predicted = [float(np.clip(sim_coef @ [c, o, 1.0], 0, 1)) for _, c, o, _ in sim]
         choices = [1 + min(4, int(p * 5)) for p in predicted]
         grades = [g for *_, g in sim]
         report[part] = {
@@ -172,10 +175,16 @@ def main() -> None:
             "similarity": {
                 "n": len(sim),
                 "mean_abs_error": round(
-                    float(np.mean([abs(p - (g - 1) / 4) for p, g in zip(predicted, grades)])), 3
+                    float(
+                        np.mean(
+                            [abs(p - (g - 1) / 4) for p, g in zip(predicted, grades, strict=True)]
+                        )
+                    ),
+                    3,
                 ),
                 "choice_within_1": round(
-                    float(np.mean([abs(c - g) <= 1 for c, g in zip(choices, grades)])), 3
+                    float(np.mean([abs(c - g) <= 1 for c, g in zip(choices, grades, strict=True)])),
+                    3,
                 ),
                 "spearman": round(_spearman(predicted, grades), 3),
             },

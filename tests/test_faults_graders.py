@@ -4,6 +4,7 @@ judge proxy's port is closed when ``evalrun`` exits."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -185,8 +186,5 @@ def test_misbehaving_graders_each_leave_one_result_and_nothing_running(tmp_path:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-

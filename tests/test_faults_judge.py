@@ -95,14 +95,15 @@ def test_judge_faults_are_retried_then_leave_the_case_unscored(tmp_path: Path) -
         grader_result = by_id[fault]["graders"][0]
         assert by_id[fault]["status"] == status, (fault, grader_result)
         assert reason in grader_result["reason"], (fault, grader_result["reason"])
-        assert grader_result["proxy"]["calls"] == 1, fault  # retries are the proxy's, not the grader's
+        assert grader_result["proxy"]["calls"] == 1, (
+            fault
+        )  # retries are the proxy's, not the grader's
         if status == "unscored":
             assert by_id[fault]["score"] is None
     assert summary["counts"]["unscored"] == 4 and summary["counts"]["passed"] == 3
     calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
     assert {c["case_id"]: c["status"] for c in calls} == {
-        fault: "ok" if status == "passed" else "error"
-        for fault, (status, _, _) in EXPECTED.items()
+        fault: "ok" if status == "passed" else "error" for fault, (status, _, _) in EXPECTED.items()
     }
     assert left_behind(recorded_pids(tmp_path / "pids")) == []
     assert port_closed((tmp_path / "proxy_url").read_text())

@@ -6,12 +6,12 @@ import asyncio
 import json
 
 import httpx
+from proxy_helpers import FakeTarget, client, run, serve
 
 from evalrun.results.models import ProxyUsage
 from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedRequest
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.mock import MockTarget
-from tests.proxy_helpers import FakeTarget, client, run, serve
 
 
 def test_info_and_invoke_follow_the_wire_contract() -> None:

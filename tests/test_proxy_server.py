@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from proxy_helpers import FakeTarget, client, run, serve
 
 from proxy import GrantRegistry, JudgeProxy
-from tests.proxy_helpers import FakeTarget, client, run, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -78,9 +78,13 @@ class EvalRun:
                     "graders need a judge: set 'judge:' or 'target:' in the eval file or pass --target"
                 )
             names.append(self.judge_name)
-        for name in names:
+        for case in self.cases:
+            for grader in self.graders_for(case):
+                if grader.access is not None and grader.access.allow:
+                    names += grader.access.allow
+        for name in dict.fromkeys(names):
             self.pool.file.get(name)
-        self.pool.check(names)
+        self.pool.check(list(dict.fromkeys(names)))
 
     async def _get_proxy(self) -> Any:
         async with self._proxy_lock:

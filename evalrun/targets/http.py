@@ -219,9 +219,10 @@ class HttpTarget:
         )
 
     def parse(self, data: dict[str, Any], parser: Callable[[dict[str, Any]], T]) -> T:
-        """Run a response parser; a body of the wrong shape is a retryable upstream fault."""
+        """Run a response parser; a body of the wrong shape is a retryable upstream fault. A
+        reply that repeats the key has it redacted before any grader, cache or cassette sees it."""
         try:
-            return parser(data)
+            result = parser(data)
         except TargetError as exc:
             exc.message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
             exc.args = (exc.message,)
@@ -231,6 +232,9 @@ class HttpTarget:
             raise self.error(
                 f"unexpected response shape ({type(exc).__name__}: {exc})", retryable=True
             ) from None
+        if isinstance(result, CompletionResponse):
+            result.text = self.redact(result.text)
+        return result
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         raise NotImplementedError

@@ -174,7 +174,9 @@ def _texts(value: Any, key: str, kind: str) -> list[str] | None:
 
 def _task_texts(task: dict[str, Any]) -> list[str]:
     texts: list[str] = []
-    for value in task.values():
+    for key, value in task.items():
+        if key == "kind":
+            continue
         if isinstance(value, str):
             texts.append(value)
         elif isinstance(value, list):

@@ -18,13 +18,22 @@ from typing import Protocol
 import numpy as np
 
 from evalrun.targets import local_calibration as cal
-from evalrun.targets.local_text import coverage, lexical, resolve_pronouns, sentences, subject_of
+from evalrun.targets.local_text import (
+    coverage,
+    lexical,
+    predicate_of,
+    resolve_pronouns,
+    sentences,
+    subject_of,
+)
 
 RELEVANCE_FEATURES = ("cosine", "gap_to_best", "about_top_subject", "query_words")
 #: Columns of RELEVANCE_FEATURES each model reads: within a list, and for a lone passage.
 BATCH_COLUMNS = (0, 1, 2)
 SINGLE_COLUMNS = (0, 3)
-ATTRIBUTION_FEATURES = ("cosine_as_query", "cosine_as_passage", "words", "numbers", "conflict")
+ATTRIBUTION_FEATURES = ("cosine", "predicate_cosine", "numbers", "conflict", "words")
+#: The attribution models read the first four; "words" only explains the verdict.
+ATTRIBUTION_COLUMNS = (0, 1, 2, 3)
 
 
 class Encoder(Protocol):
@@ -119,13 +128,13 @@ def attribution_units(context: list[str]) -> tuple[list[str], list[int]]:
 def attribution_features(encoder: Encoder, statement: str, units: list[str]) -> np.ndarray:
     """One row per unit: ATTRIBUTION_FEATURES."""
     vectors = encoder.encode(units, "passage")
-    as_query = vectors @ encoder.encode([statement], "query")[0]
-    as_passage = vectors @ encoder.encode([statement], "passage")[0]
+    whole = vectors @ encoder.encode([statement], "passage")[0]
+    predicate = vectors @ encoder.encode([predicate_of(statement)], "query")[0]
     claim = lexical(statement)
-    rows = [
-        [q, p, *coverage(claim, lexical(u))]
-        for q, p, u in zip(as_query.tolist(), as_passage.tolist(), units, strict=True)
-    ]
+    rows = []
+    for cos, pred, unit in zip(whole.tolist(), predicate.tolist(), units, strict=True):
+        words, numbers, conflict = coverage(claim, lexical(unit))
+        rows.append([cos, pred, numbers, conflict, words])
     return np.array(rows, dtype=np.float64)
 
 
@@ -134,10 +143,10 @@ def judge_attribution(encoder: Encoder, statement: str, context: list[str]) -> V
     units, nodes = attribution_units([c for c in context if isinstance(c, str)])
     if not units:
         return Verdict(ok=False, probability=0.0, features=())
-    rows = attribution_features(encoder, statement, units)
+    rows = attribution_features(encoder, statement, units)[:, list(ATTRIBUTION_COLUMNS)]
     best = int(np.argmax([ATTRIBUTION_RANK.probability(r) for r in rows]))
-    features = tuple(float(x) for x in rows[best])
-    p = ATTRIBUTION.probability(features)
+    p = ATTRIBUTION.probability(rows[best])
+    features = tuple(float(x) for x in attribution_features(encoder, statement, [units[best]])[0])
     return Verdict(
         ok=p >= 0.5,
         probability=p,

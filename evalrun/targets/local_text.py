@@ -10,6 +10,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 _ABBREVIATIONS = {
     "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "inc", "ltd",
     "co", "corp", "no", "fig", "approx", "ca", "cf", "al", "gen", "gov", "sen", "rep", "mt",
@@ -20,76 +25,88 @@ _ABBREVIATIONS = {
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9À-Þ¿¡])")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
-STOPWORDS = frozenset(
-    """a an the and or but nor so yet of in on at to for from by with without about as into onto
+STOPWORDS = _set(
+    """
+    a an the and or but nor so yet of in on at to for from by with without about as into onto
     over under between through during before after above below up down out off than then there
     here this that these those it its it's itself he him his she her hers they them their theirs
     we us our you your i me my is are was were be been being am do does did doing has have had
     having can could will would shall should may might must not no yes very also just only too
     what which who whom whose when where why how whether if while whereas because since until
-    although though all any both each few more most other some such same own s t
-    don't doesn't isn't aren't wasn't weren't roughly approximately around nearly almost about
-    some many much several typically usually generally often technically mainly mostly largely
-    one two three four five six seven eight nine ten""".split()
-)  # fmt: skip
+    although though all any both each few more most other some such same own s t don't doesn't
+    isn't aren't wasn't weren't roughly approximately around nearly almost about some many much
+    several typically usually generally often technically mainly mostly largely one two three
+    four five six seven eight nine ten
+    """
+)
 
-_AUX = frozenset(
-    """is are was were be been being am has have had does do did can could will would shall
-    should may might must""".split()
-)  # fmt: skip
-_BE_HAVE = frozenset("is are was were be been am has have had".split())
-_IRREGULAR = frozenset(
-    """built made written wrote born known found became become began begun grew grown led won
-    held kept left lost met paid ran said sold sent shown spent stood taught told thought took
-    taken brought bought caught chose chosen came drove fell felt fought flew gave given got
-    gotten went gone hid hung knew laid meant rose risen saw seen shot sang sat slept spoke
-    spoken stole struck swam threw thrown wore worn drew drawn ate eaten dug sank sunk broke
-    broken froze frozen forgot forgotten sprang spun stuck swore sworn woke woken wound dealt
-    lent bent bound fed fled sought sped""".split()
-)  # fmt: skip
-_BASE_VERBS = frozenset(
-    """live lives make makes use uses run runs contain contains include includes produce
-    produces provide provides collect collects store stores help helps play plays become becomes
-    grow grows cause causes carry carries form forms create creates need needs eat eats hold
-    holds lie lies sit sits stand stands flow flows cover covers reach reaches remain remains
-    consist consists allow allows let lets support supports require requires offer offers give
-    gives take takes keep keeps serve serves build builds work works lead leads mean means
-    represent represents measure measures describe describes belong belongs rise rises
-    spans span stretches stretch""".split()
-)  # fmt: skip
-_ADVERBS = frozenset(
-    """first later also then subsequently eventually originally still now often mainly widely
+_AUX = _set(
+    """
+    is are was were be been being am has have had does do did can could will would shall should
+    may might must
+    """
+)
+_BE_HAVE = _set("is are was were be been am has have had")
+_IRREGULAR = _set(
+    """
+    built made written wrote born known found became become began begun grew grown led won held
+    kept left lost met paid ran said sold sent shown spent stood taught told thought took taken
+    brought bought caught chose chosen came drove fell felt fought flew gave given got gotten
+    went gone hid hung knew laid meant rose risen saw seen shot sang sat slept spoke spoken
+    stole struck swam threw thrown wore worn drew drawn ate eaten dug sank sunk broke broken
+    froze frozen forgot forgotten sprang spun stuck swore sworn woke woken wound dealt lent bent
+    bound fed fled sought sped
+    """
+)
+_BASE_VERBS = _set(
+    """
+    live lives make makes use uses run runs contain contains include includes produce produces
+    provide provides collect collects store stores help helps play plays become becomes grow
+    grows cause causes carry carries form forms create creates need needs eat eats hold holds
+    lie lies sit sits stand stands flow flows cover covers reach reaches remain remains consist
+    consists allow allows let lets support supports require requires offer offers give gives
+    take takes keep keeps serve serves build builds work works lead leads mean means represent
+    represents measure measures describe describes belong belongs rise rises spans span
+    stretches stretch
+    """
+)
+_ADVERBS = _set(
+    """
+    first later also then subsequently eventually originally still now often mainly widely
     primarily officially not never recently initially finally soon once again largely mostly
     partly usually sometimes always already only just formally famously currently generally
-    typically briefly successfully""".split()
-)  # fmt: skip
-_NOT_ED_VERBS = frozenset(
-    """red bed need seed speed feed hundred united indeed naked wicked sacred kindred shed bred
-    deed reed weed heed greed breed steed tweed""".split()
+    typically briefly successfully
+    """
 )
-_NOUN_CONTEXT = frozenset(
-    """a an the this that these those its his her their our your my of in on at to for from
-    by with as into over under between through about per each every many several some no
-    and or""".split()
-)  # fmt: skip
+_NOT_ED_VERBS = _set(
+    """
+    red bed need seed speed feed hundred united indeed naked wicked sacred kindred shed bred
+    deed reed weed heed greed breed steed tweed
+    """
+)
+_NOUN_CONTEXT = _set(
+    """
+    a an the this that these those its his her their our your my of in on at to for from by with
+    as into over under between through about per each every many several some no and or
+    """
+)
 #: Past forms that are active, not passive, after "was born in X, moved to Y".
-_INTRANSITIVE = frozenset(
-    """moved died lived worked studied returned emigrated retired graduated arrived travelled
-    traveled stayed remained went came appeared occurred happened competed resigned fled
-    settled""".split()
-)  # fmt: skip
-_RELATIVE = frozenset("which who whom whose that where when".split())
-_PRONOUNS = frozenset("it he she they".split())
-_POSSESSIVES = frozenset("its his her their".split())
+_INTRANSITIVE = _set(
+    """
+    moved died lived worked studied returned emigrated retired graduated arrived travelled
+    traveled stayed remained went came appeared occurred happened competed resigned fled settled
+    """
+)
+_RELATIVE = _set("which who whom whose that where when")
+_PRONOUNS = _set("it he she they")
+_POSSESSIVES = _set("its his her their")
 _COORDINATION = re.compile(
     r"\s*(;|,\s+(?:and|but|while|whereas|yet)\b|\b(?:and|but|while|whereas)\b|,(?=\s))\s*"
 )
 
 _WORD = re.compile(r"[^\W_]+(?:[.,'’][^\W_]+)*")
 _TOKEN = re.compile(r"[-−]?\d+(?:[.,]\d+)*|[^\W_]+(?:['’.][^\W_]+)*|[.!?:;]")
-_HEDGES = frozenset(
-    "about around roughly nearly almost approximately over some approx circa under".split()
-)
+_HEDGES = _set("about around roughly nearly almost approximately over some approx circa under")
 _NUMBER = re.compile(r"[-−]?\d+(?:[.,]\d+)*")
 
 
@@ -315,7 +332,9 @@ def _coordinate(first: list[str], left: list[str], right: list[str]) -> list[str
         if left_verb in _AUX and not (passive and head in _INTRANSITIVE):
             return subject + [left[verb_left].strip(",")] + right
         return subject + right
-    if head in _BASE_VERBS or (head.endswith("s") and left_verb.endswith("s") and left_verb not in _AUX):
+    if head in _BASE_VERBS or (
+        head.endswith("s") and left_verb.endswith("s") and left_verb not in _AUX
+    ):
         return subject + right
     return None
 
@@ -323,6 +342,18 @@ def _coordinate(first: list[str], left: list[str], right: list[str]) -> list[str
 def subject_of(sentence: str) -> list[str]:
     """The words before the sentence's main verb ("The Berlin Wall" in "The Berlin Wall fell")."""
     return _subject(sentence.split())
+
+
+def predicate_of(statement: str) -> str:
+    """The statement without its subject ("was built over centuries"), or all of it.
+
+    The subject dominates a sentence embedding; the predicate carries the fact being checked.
+    """
+    words = statement.rstrip(" .!?").split()
+    subject = _subject(words)
+    if subject and len(words) - len(subject) >= 2:
+        return " ".join(words[len(subject) :])
+    return statement
 
 
 def _subject(words: list[str]) -> list[str]:
@@ -365,8 +396,10 @@ def _looks_like_subject(words: list[str]) -> bool:
     if not words or words[-1].endswith(","):
         return False
     first = words[0].lower()
-    return first in _PRONOUNS or first in {"the", "a", "an", "its", "his", "her", "their"} or (
-        words[0][:1].isupper() and len(words) <= 4
+    return (
+        first in _PRONOUNS
+        or first in {"the", "a", "an", "its", "his", "her", "their"}
+        or (words[0][:1].isupper() and len(words) <= 4)
     )
 
 

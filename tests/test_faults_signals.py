@@ -1,0 +1,123 @@
+"""Ctrl-C (SIGINT) and SIGTERM at seeded random points of a real run: after k graders have
+started, plus a little jitter so some signals land while a judge call is in flight. Whatever
+the point, the run exits 130 with one result per case, no grader or grader child survives, and
+the proxy port is closed."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import read_bundle
+from tests.fault_helpers import (
+    cli_env,
+    left_behind,
+    one_result_per_case,
+    port_closed,
+    recorded_pids,
+    write_suite,
+)
+
+CASES = 8
+WORKERS = 3
+
+GRADER = """
+import json, os, sys, time, urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(HERE, "pids", str(os.getpid())), "w").write("grader")
+child = os.fork()
+if child == 0:
+    time.sleep(120)
+    os._exit(0)
+open(os.path.join(HERE, "pids", str(child)), "w").write("child")
+url = os.environ["AGENTV_TARGET_PROXY_URL"]
+open(os.path.join(HERE, "proxy_url"), "w").write(url)
+payload = json.load(sys.stdin)
+request = urllib.request.Request(
+    url + "/invoke",
+    data=json.dumps({"question": payload["question"]}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["AGENTV_TARGET_PROXY_TOKEN"],
+             "Content-Type": "application/json"},
+)
+reply = json.loads(urllib.request.urlopen(request, timeout=30).read())
+time.sleep(0.2)
+print(json.dumps({"score": 1.0, "reason": reply["rawText"]}))
+"""
+
+
+def _scenarios(seed: int = 20240611, count: int = 4) -> list[tuple[str, int, float, int]]:
+    """(signal name, graders started before it, jitter in seconds, how many times to send)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        name = ("SIGINT", "SIGTERM")[i % 2]
+        out.append((name, rng.randint(1, CASES), round(rng.uniform(0.0, 0.3), 3), 1))
+    out.append(("SIGINT", rng.randint(1, CASES), round(rng.uniform(0.0, 0.3), 3), 2))
+    return out
+
+
+@pytest.mark.parametrize(("sig", "started", "jitter", "times"), _scenarios())
+def test_signal_at_a_random_point_leaves_a_clean_incomplete_run(
+    tmp_path: Path, sig: str, started: int, jitter: float, times: int
+) -> None:
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    (tmp_path / "grader.py").write_text(textwrap.dedent(GRADER))
+    grader = {
+        "name": "slow-judged",
+        "command": [sys.executable, "grader.py"],
+        "target": {"max_calls": 1},
+        "timeout": 60,
+    }
+    ids = [f"case-{i}" for i in range(CASES)]
+    cases = [{"id": i, "input": f"question {i}", "output": "answer"} for i in ids]
+    judge = {"name": "judge", "kind": "mock", "default": "fine", "latency_ms": 300}
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=[judge])
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", str(path), "--out", str(out), "--workers", str(WORKERS)],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (
+            sum(p.read_text() == "grader" for p in pids.iterdir()) < started
+            and proc.poll() is None
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.01)
+        time.sleep(jitter)
+        for _ in range(times):
+            proc.send_signal(getattr(signal, sig))
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    assert proc.returncode == 130, stdout + stderr
+    results, summary = read_bundle(out)
+    by_id = one_result_per_case(results, ids)
+    interrupted = [i for i, r in by_id.items() if r["status"] == "error"]
+    assert interrupted, "the signal came after every case had finished"
+    for case_id, result in by_id.items():
+        if case_id in interrupted:
+            assert "interrupted" in result["error"], result
+        else:
+            assert result["status"] == "passed", result
+    assert summary["interrupted"] is True and summary["complete"] is False
+    assert summary["counts"]["total"] == CASES
+    assert left_behind(recorded_pids(pids)) == []
+    assert port_closed((tmp_path / "proxy_url").read_text())

@@ -105,9 +105,7 @@ def main() -> None:
     sim_rows = []
     for i, (grade, output, expected) in enumerate(data["similarity"]):
         vectors = encoder.encode([output, expected], "query")
-        a, b = judge.lexical(output), judge.lexical(expected)
-        union = a.stems | b.stems
-        overlap = len(a.stems & b.stems) / len(union) if union else 1.0
+        overlap = judge.word_overlap(output, expected)
         sim_rows.append((i, float(vectors[0] @ vectors[1]), overlap, int(grade)))
 
     # --- fit on training groups -----------------------------------------------------------
@@ -162,8 +160,8 @@ def main() -> None:
                 positives += 1
                 node_hits += int(nodes[best] == gold)
         sim = [r for r in sim_rows if keep is None or held_out(r[0]) == keep]
-        predicted = [float(np.clip(sim_coef @ [c, o, 1.0], 0, 1)) for _, c, o, _ in sim]
-        choices = [1 + min(4, int(p * 5)) for p in predicted]
+        predicted = [judge.similarity_score(c, o, sim_coef) for _, c, o, _ in sim]
+        choices = [judge.similarity_choice(p) for p in predicted]
         grades = [g for *_, g in sim]
         report[part] = {
             "relevance_with_siblings": accuracy(batch_pairs),
@@ -181,6 +179,9 @@ def main() -> None:
                         )
                     ),
                     3,
+                ),
+                "choice_exact": round(
+                    float(np.mean([c == g for c, g in zip(choices, grades, strict=True)])), 3
                 ),
                 "choice_within_1": round(
                     float(np.mean([abs(c - g) <= 1 for c, g in zip(choices, grades, strict=True)])),

@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from grader_sdk import Abstain
+
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
@@ -170,8 +172,12 @@ def temperature_setting(config: Mapping[str, Any], runs: int) -> float:
     return number
 
 
-class BudgetTooSmall(RuntimeError):
-    """The grader's ``max_calls`` cannot cover the calls it needs: a configuration error."""
+class BudgetTooSmall(Abstain):
+    """The grader's ``max_calls`` cannot cover the calls it needs: it abstains (exit 3), as the
+    RAG graders do, and says which budget to set."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
 
 
 def _hint(needed: int) -> str:

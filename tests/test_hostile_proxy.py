@@ -7,9 +7,11 @@ tests/test_proxy.py.)"""
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 
 import httpx
+import pytest
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import TargetConfig
@@ -51,9 +53,8 @@ async def raw_exchange(port: int, data: bytes, *, timeout: float = 10) -> tuple[
 def request_bytes(
     method: str, path: str, *, host: bytes = b"127.0.0.1", headers: bytes = b"", body: bytes = b""
 ) -> bytes:
-    length = (
-        b"Content-Length: %d\r\n" % len(body) if body and b"Content-Length" not in headers else b""
-    )
+    framed = b"Content-Length" in headers or b"Transfer-Encoding" in headers
+    length = b"Content-Length: %d\r\n" % len(body) if body and not framed else b""
     return (
         f"{method} {path} HTTP/1.1\r\n".encode()
         + b"Host: "
@@ -186,13 +187,6 @@ def test_malformed_framing_and_oversized_requests_are_refused_and_the_proxy_carr
                     ),
                     {200, 400},
                 ),
-                # a 200 kB header line: the HTTP parser drops the connection or answers 4xx
-                (
-                    request_bytes(
-                        "GET", "/info", headers=auth + b"X-Junk: " + b"a" * 200_000 + b"\r\n"
-                    ),
-                    {None, 400, 431},
-                ),
             ]
             for raw, allowed in cases:
                 status, body = await raw_exchange(port, raw)
@@ -267,6 +261,47 @@ def test_slow_loris_connections_do_not_block_other_clients() -> None:
     run(scenario)
 
 
+@pytest.mark.xfail(
+    importlib.util.find_spec("httptools") is not None,
+    reason="uvicorn's httptools parser has no header size limit (h11's is 16 KiB): a client can "
+    "make the proxy buffer an endless header",
+    strict=True,
+)
+def test_an_endless_header_is_cut_off() -> None:
+    async def scenario() -> None:
+        async with serve(CountingMock()) as proxy:
+            port = proxy.port
+            assert port is not None
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            answer = asyncio.create_task(reader.read())
+            token = proxy.grant("judge", max_calls=1).token
+            writer.write(
+                b"GET /info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                + f"Authorization: Bearer {token}\r\nX-Junk: ".encode()
+            )
+            try:
+                for _ in range(64):  # up to 4 MiB, 64 KiB at a time, while nobody answers
+                    writer.write(b"a" * 65536)
+                    await writer.drain()
+                    await asyncio.sleep(0.001)
+                    if answer.done():
+                        break
+                else:
+                    writer.write(b"\r\n\r\n")
+                    await writer.drain()
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+            finally:
+                reply = await asyncio.wait_for(answer, 10)
+                writer.close()
+            refused = not reply.startswith(b"HTTP/1.1 2")
+            assert refused
+            async with client(proxy, token) as http:
+                assert (await http.get("/info")).status_code == 200
+
+    run(scenario)
+
+
 def test_non_loopback_host_headers_are_refused() -> None:
     judge = CountingMock()
 
@@ -306,13 +341,13 @@ def test_non_loopback_host_headers_are_refused() -> None:
                     )
                     assert status == 403, (host, path, status)
                     assert json.loads(body)["error"]["code"] == "bad_request"
-            # two Host headers (one loopback, one not) are rejected by the HTTP parser itself
+            # two Host headers (one loopback, one not): refused by the HTTP parser or the proxy
             for first, second in ((b"evil.example", b"127.0.0.1"), (b"127.0.0.1", b"evil.example")):
                 raw = request_bytes(
                     "GET", "/info", host=first, headers=b"Host: " + second + b"\r\n" + auth
                 )
                 status, _ = await raw_exchange(port, raw)
-                assert status == 400
+                assert status in (400, 403), (first, second)
             # HTTP/1.0 may omit Host: no Host is not loopback
             status, _ = await raw_exchange(port, b"GET /info HTTP/1.0\r\n" + auth + b"\r\n")
             assert status == 403

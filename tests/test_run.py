@@ -254,7 +254,9 @@ def _alive(pid: int) -> bool:
 
 
 def test_unknown_rubric_is_a_configuration_error_before_the_run(tmp_path):
-    path = make_eval(tmp_path, SUITE.replace("judge: judge\n", "judge: judge\nrubric: no-such-rubric\n"))
+    path = make_eval(
+        tmp_path, SUITE.replace("judge: judge\n", "judge: judge\nrubric: no-such-rubric\n")
+    )
     result = run_cli(str(path), "--out", str(tmp_path / "o"))
     assert result.returncode == 2
     assert "rubric 'no-such-rubric'" in result.stderr

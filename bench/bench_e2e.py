@@ -285,13 +285,15 @@ def memory_rows(work: Path, small: int, env: dict[str, str]) -> tuple[list[Row],
     extra = sizes[1] - sizes[0]
     rows = []
     notes = []
-    for name, (a, b) in (("evalrun CLI", cli), ("  runner alone, no reports", alone)):
+    labels = (
+        f"peak RSS, {sizes[1]} vs {sizes[0]} cases: evalrun CLI",
+        "  runner alone, no reports",
+    )
+    for label, (a, b) in zip(labels, (cli, alone), strict=True):
         ratio = b.peak_kib / a.peak_kib
         rows.append(
             Row(
-                f"peak RSS, {sizes[1]} vs {sizes[0]} cases: {name.strip()}"
-                if not name.startswith(" ")
-                else name,
+                label,
                 f"{b.peak_kib / 1024:.1f} MiB",
                 f"{a.peak_kib / 1024:.1f} MiB",
                 ratio,
@@ -299,7 +301,9 @@ def memory_rows(work: Path, small: int, env: dict[str, str]) -> tuple[list[Row],
                 ratio <= 1.2,
             )
         )
-        notes.append(f"{name.strip()}: {(b.peak_kib - a.peak_kib) / extra:.1f} KiB per extra case")
+        notes.append(
+            f"{label.split(': ')[-1].strip()}: {(b.peak_kib - a.peak_kib) / extra:.1f} KiB per extra case"
+        )
     return rows, notes
 
 

@@ -118,8 +118,6 @@ def openai_target(upstream_url: str) -> Any:
 
 
 async def serve_proxy(upstream_url: str) -> None:
-    import importlib.util
-
     from evalrun.targets import ManagedTarget, TargetConfig
     from proxy import JudgeProxy
 
@@ -127,7 +125,7 @@ async def serve_proxy(upstream_url: str) -> None:
         "openai": openai_target(upstream_url),
         "instant": ManagedTarget(InstantTarget(), TargetConfig(name="instant", kind="mock")),
     }
-    parser = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    parser = "h11"  # pinned by JudgeProxy
     async with JudgeProxy(targets.__getitem__, list(targets), secrets=["bench-key"]) as proxy:
         grant = proxy.grant("openai", max_calls=10**9)
         print(json.dumps({"url": proxy.url, "token": grant.token, "parser": parser}), flush=True)

@@ -16,6 +16,7 @@ from grader_sdk._client import (
     TargetClient,
     proxy_settings,
 )
+from grader_sdk._context import configured_context, message_text, node_text
 from grader_sdk._errors import (
     BadRequest,
     BudgetExceeded,
@@ -81,9 +82,12 @@ __all__ = [
     "aextract_statements",
     "ajudge_attribution",
     "ajudge_relevance",
+    "configured_context",
     "extract_statements",
     "judge_attribution",
     "judge_relevance",
+    "message_text",
+    "node_text",
     "parse_json_reply",
     "proxy_settings",
     "run_grader",

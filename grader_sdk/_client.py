@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from grader_sdk._errors import (
     ProtocolError,
@@ -19,6 +19,8 @@ from grader_sdk._errors import (
     ProxyUnavailable,
     error_from_response,
 )
+
+R = TypeVar("R")
 
 URL_ENV = ("AGENTV_TARGET_PROXY_URL", "EVALRUN_PROXY_URL")
 TOKEN_ENV = ("AGENTV_TARGET_PROXY_TOKEN", "EVALRUN_PROXY_TOKEN")
@@ -256,21 +258,21 @@ class AsyncTargetClient:
         return self._sync.url
 
     async def invoke(self, question: str, **kwargs: Any) -> InvokeResult:
-        import asyncio
-
-        return await asyncio.to_thread(self._sync.invoke, question, **kwargs)
+        return await _in_thread(self._sync.invoke, question, **kwargs)
 
     async def invoke_batch(
         self, requests: Iterable[InvokeRequest | Mapping[str, Any] | str]
     ) -> list[InvokeResult]:
-        import asyncio
-
-        return await asyncio.to_thread(self._sync.invoke_batch, list(requests))
+        return await _in_thread(self._sync.invoke_batch, list(requests))
 
     async def info(self) -> ProxyInfo:
-        import asyncio
+        return await _in_thread(self._sync.info)
 
-        return await asyncio.to_thread(self._sync.info)
+
+async def _in_thread(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 def proxy_settings(env: Mapping[str, str] | None = None) -> tuple[str, str]:

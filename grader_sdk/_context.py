@@ -112,10 +112,8 @@ def node_text(item: Any) -> str | None:
     if isinstance(item, str):
         return item
     if isinstance(item, dict):
-        for key in _TEXT_KEYS:
-            if isinstance(item.get(key), str):
-                return item[key]
-        return json.dumps(item, ensure_ascii=False, sort_keys=True)
+        text = _first_string(item, _TEXT_KEYS)
+        return text if text is not None else json.dumps(item, ensure_ascii=False, sort_keys=True)
     if isinstance(item, list):
         return json.dumps(item, ensure_ascii=False)
     return str(item)
@@ -126,9 +124,7 @@ def query_of(tool_input: Any) -> str | None:
     if isinstance(tool_input, str):
         return tool_input
     if isinstance(tool_input, dict):
-        for key in _QUERY_KEYS:
-            if isinstance(tool_input.get(key), str):
-                return tool_input[key]
+        return _first_string(tool_input, _QUERY_KEYS)
     return None
 
 
@@ -162,6 +158,10 @@ def configured_context(value: Any) -> list[str] | None:
         items = [x for item in value for x in (item if isinstance(item, list) else [item])]
         return [t for t in (node_text(item) for item in items) if t is not None]
     return [str(value)]
+
+
+def _first_string(item: dict[str, Any], keys: Iterable[str]) -> str | None:
+    return next((item[k] for k in keys if isinstance(item.get(k), str)), None)
 
 
 def _maybe_json(value: Any) -> Any:

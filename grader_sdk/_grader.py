@@ -17,7 +17,6 @@ from grader_sdk._context import (
     as_messages,
     configured_context,
     last_text,
-    message_text,
     tool_call_results,
 )
 from grader_sdk._errors import (
@@ -144,9 +143,6 @@ class GraderInput:
     def expected_text(self) -> str | None:
         """What the answer should say: ``criteria``, else the reference answer."""
         return (self.criteria or "").strip() or (self.reference_answer or "").strip() or None
-
-    def input_text(self) -> str:
-        return "\n".join(message_text(m) for m in self.input if message_text(m))
 
 
 @dataclass

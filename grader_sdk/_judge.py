@@ -210,25 +210,29 @@ def _plain_text_verdict(text: str) -> bool | None:
 
 
 def read_relevance(reply: str) -> Verdict | None:
-    obj = _first_object(parse_json_reply(reply))
-    if obj is None:
-        ok = _plain_text_verdict(reply)
-        return None if ok is None else Verdict(ok, reply.strip()[:500], None, None, reply)
-    ok = as_bool(_field(obj, _RELEVANCE_KEYS))
-    if ok is None:
-        return None
-    return Verdict(ok, _reason(obj), None, _confidence(obj), reply)
+    return _read_verdict(reply, _RELEVANCE_KEYS)
 
 
 def read_attribution(reply: str, context_size: int) -> Verdict | None:
+    return _read_verdict(
+        reply, _ATTRIBUTION_KEYS, lambda obj: _node_number(_field(obj, _NODE_KEYS), context_size)
+    )
+
+
+def _read_verdict(
+    reply: str,
+    keys: Sequence[str],
+    node_of: Callable[[dict[str, Any]], int | None] | None = None,
+) -> Verdict | None:
+    """A yes/no verdict (``node_of`` names the supporting node of a yes); None if unreadable."""
     obj = _first_object(parse_json_reply(reply))
     if obj is None:
         ok = _plain_text_verdict(reply)
         return None if ok is None else Verdict(ok, reply.strip()[:500], None, None, reply)
-    ok = as_bool(_field(obj, _ATTRIBUTION_KEYS))
+    ok = as_bool(_field(obj, keys))
     if ok is None:
         return None
-    node = _node_number(_field(obj, _NODE_KEYS), context_size) if ok else None
+    node = node_of(obj) if ok and node_of is not None else None
     return Verdict(ok, _reason(obj), node, _confidence(obj), reply)
 
 
@@ -377,6 +381,7 @@ def _request(
 # --- one plan, two drivers -------------------------------------------------------------------
 
 #: What a plan asks its driver for: ("batch", requests), ("retry", requests) or ("info", None).
+#: A driver sends back the answer, or throws the ProxyError the call raised into the plan.
 Step = tuple[str, Any]
 Plan = Generator[Step, Any, T]
 
@@ -386,8 +391,11 @@ def _plan(
     read: Callable[[str], T | None],
     retry: bool,
     reserve: int = 0,
-) -> Generator[Step, Any, list[tuple[T | None, str]]]:
-    """Ask once, re-ask the unreadable replies once if the budget allows; (parsed, raw) each."""
+) -> Plan[list[tuple[T | None, str]]]:
+    """Ask once, re-ask the unreadable replies once if the budget allows; (parsed, raw) each.
+
+    A failed budget lookup or a budget refusal of the retry keeps the first replies as they are.
+    """
     results = yield ("batch", requests)
     if len(results) != len(requests):
         raise ProtocolError(f"judge answered {len(results)} of {len(requests)} requests")
@@ -395,14 +403,17 @@ def _plan(
     bad = [i for i, (value, _) in enumerate(out) if value is None]
     if not bad or not retry:
         return out
-    info = yield ("info", None)
-    room = (info.remaining - reserve) if info is not None else 0
-    bad = bad[: max(0, room)]
+    try:
+        info = yield ("info", None)
+    except ProxyError:
+        return out
+    bad = bad[: max(0, info.remaining - reserve)]
     if not bad:
         return out
     again = [{**requests[i], "question": requests[i]["question"] + RETRY_REMINDER} for i in bad]
-    retried = yield ("retry", again)
-    if retried is None:
+    try:
+        retried = yield ("retry", again)
+    except BudgetExceeded:
         return out
     if len(retried) != len(again):
         raise ProtocolError(f"judge answered {len(retried)} of {len(again)} retried requests")
@@ -443,46 +454,30 @@ async def _abatch(client: Any, requests: list[dict[str, Any]]) -> list[Any]:
     return [r for chunk in chunk_requests(requests) for r in await client.invoke_batch(chunk)]
 
 
-def _drive(client: Any, plan: Generator[Step, Any, T]) -> T:
+def _drive(client: Any, plan: Plan[T]) -> T:
+    feed, answer = plan.send, None
     try:
-        step = next(plan)
         while True:
-            kind, arg = step
-            if kind == "info":
-                try:
-                    value: Any = client.info()
-                except ProxyError:
-                    value = None
-            elif kind == "retry":
-                try:
-                    value = _batch(client, arg)
-                except BudgetExceeded:
-                    value = None
-            else:
-                value = _batch(client, arg)
-            step = plan.send(value)
+            kind, requests = feed(answer)
+            try:
+                answer = client.info() if kind == "info" else _batch(client, requests)
+                feed = plan.send
+            except ProxyError as exc:
+                feed, answer = plan.throw, exc
     except StopIteration as stop:
         return stop.value
 
 
-async def _adrive(client: Any, plan: Generator[Step, Any, T]) -> T:
+async def _adrive(client: Any, plan: Plan[T]) -> T:
+    feed, answer = plan.send, None
     try:
-        step = next(plan)
         while True:
-            kind, arg = step
-            if kind == "info":
-                try:
-                    value: Any = await client.info()
-                except ProxyError:
-                    value = None
-            elif kind == "retry":
-                try:
-                    value = await _abatch(client, arg)
-                except BudgetExceeded:
-                    value = None
-            else:
-                value = await _abatch(client, arg)
-            step = plan.send(value)
+            kind, requests = feed(answer)
+            try:
+                answer = await (client.info() if kind == "info" else _abatch(client, requests))
+                feed = plan.send
+            except ProxyError as exc:
+                feed, answer = plan.throw, exc
     except StopIteration as stop:
         return stop.value
 
@@ -498,7 +493,7 @@ def _verdicts(pairs: list[tuple[Verdict | None, str]]) -> list[Verdict]:
 
 def _relevance_plan(
     query: str, passages: Sequence[str], expected: str | None, retry: bool, options: dict[str, Any]
-) -> Generator[Step, Any, list[Verdict]]:
+) -> Plan[list[Verdict]]:
     if not passages:
         return []
     requests = relevance_requests(query, passages, expected, **options)
@@ -507,7 +502,7 @@ def _relevance_plan(
 
 def _attribution_plan(
     statements: Sequence[str], context: Sequence[str], retry: bool, options: dict[str, Any]
-) -> Generator[Step, Any, list[Verdict]]:
+) -> Plan[list[Verdict]]:
     if not statements:
         return []
     requests = attribution_requests(statements, context, **options)
@@ -518,7 +513,7 @@ def _attribution_plan(
 
 def _statements_plan(
     text: str, retry: bool, reserve: int, options: dict[str, Any]
-) -> Generator[Step, Any, list[str]]:
+) -> Plan[list[str]]:
     pairs = yield from _plan([statements_request(text, **options)], read_statements, retry, reserve)
     statements, raw = pairs[0]
     if statements is None:

@@ -1,21 +1,29 @@
 """Pieces shared by the judge graders (quality, pattern, prompt quality).
 
 Mostly pure functions (bundled YAML definitions, prompt templates, medians, lenient number
-reading, de-duplication, truncation), testable without a judge; ``send_batch`` is the one place
-that talks to the proxy, so the budget message is the same for every grader.
+and reply reading, de-duplication, truncation), testable without a judge; every judge call goes
+through ``send_batch``, so the budget message is the same for every grader.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from grader_sdk import Abstain
+from grader_sdk import (
+    Abstain,
+    BudgetExceeded,
+    ProxyNotConfigured,
+    TargetClient,
+    message_text,
+    parse_json_reply,
+)
+
+R = TypeVar("R")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -73,6 +81,31 @@ def clamp(value: float, low: float, high: float) -> float:
     return min(max(value, low), high)
 
 
+def fraction(value: float) -> float:
+    """A 0..1 share; percentages (1 < x <= 100) are read as percent."""
+    if 1.0 < value <= 100.0:
+        value /= 100.0
+    return clamp(value, 0.0, 1.0)
+
+
+def lookup(mapping: Mapping[Any, Any], key: str) -> Any:
+    """``mapping[key]``, else the first entry whose key matches ignoring case; None if none."""
+    if key in mapping:
+        return mapping[key]
+    folded = key.casefold()
+    return next(
+        (v for k, v in mapping.items() if isinstance(k, str) and k.casefold() == folded), None
+    )
+
+
+def reply_object(text: str) -> Mapping[str, Any] | None:
+    """The JSON object in a judge reply (a one-item list counts), or None."""
+    data = parse_json_reply(text)
+    if isinstance(data, list) and len(data) == 1:
+        data = data[0]
+    return data if isinstance(data, Mapping) else None
+
+
 def dedupe(items: Iterable[Any], limit: int | None = None) -> list[str]:
     """Distinct non-empty strings in first-seen order (case and spacing ignored), at most limit."""
     seen: set[str] = set()
@@ -102,52 +135,12 @@ def truncate_middle(text: str, limit: int = 18_000, head: int = 16_000, tail: in
     return text[:head] + TRUNCATION_MARKER.format(omitted=omitted) + text[-tail:]
 
 
-def message_text(message: Any) -> str:
-    if isinstance(message, str):
-        return message
-    if not isinstance(message, Mapping):
-        return "" if message is None else str(message)
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p if isinstance(p, str) else p.get("text", "") for p in content if p]
-        return "\n".join(p for p in parts if isinstance(p, str))
-    return json.dumps(content, ensure_ascii=False)
-
-
-def conversation_text(messages: Any) -> str:
+def conversation_text(messages: Sequence[Mapping[str, Any]]) -> str:
     """A conversation as text: one message as its content, several as ``[role]`` blocks."""
-    if messages is None:
-        return ""
-    if isinstance(messages, str):
-        return messages
-    if isinstance(messages, Mapping):
-        messages = [messages]
     items = [m for m in messages if message_text(m).strip()]
     if len(items) == 1:
         return message_text(items[0])
-    blocks = []
-    for m in items:
-        role = m.get("role", "user") if isinstance(m, Mapping) else "user"
-        blocks.append(f"[{role}]\n{message_text(m)}")
-    return "\n\n".join(blocks)
-
-
-def passage_text(passage: Any) -> str:
-    if isinstance(passage, str):
-        return passage
-    if isinstance(passage, Mapping):
-        for key in ("content", "text", "page_content", "passage"):
-            if isinstance(passage.get(key), str):
-                return passage[key]
-    return json.dumps(passage, ensure_ascii=False)
-
-
-def numbered(passages: Sequence[Any]) -> str:
-    return "\n".join(f"[{i}] {passage_text(p)}" for i, p in enumerate(passages, start=1))
+    return "\n\n".join(f"[{m.get('role', 'user')}]\n{message_text(m)}" for m in items)
 
 
 def shorten(text: str, limit: int = 500) -> str:
@@ -176,9 +169,6 @@ class BudgetTooSmall(Abstain):
     """The grader's ``max_calls`` cannot cover the calls it needs: it abstains (exit 3), as the
     RAG graders do, and says which budget to set."""
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-
 
 def _hint(needed: int) -> str:
     return f"set `target: {{max_calls: {needed}}}` (or more) on this grader"
@@ -194,8 +184,6 @@ def check_budget(needed: int, max_calls: int | None) -> None:
 
 def send_batch(client: Any, requests: list[dict[str, Any]], max_calls: int | None) -> list[Any]:
     """All judge calls in one batch, after checking they fit the budget (so none are wasted)."""
-    from grader_sdk import BudgetExceeded
-
     check_budget(len(requests), max_calls)
     try:
         return list(client.invoke_batch(requests))
@@ -203,3 +191,40 @@ def send_batch(client: Any, requests: list[dict[str, Any]], max_calls: int | Non
         raise BudgetTooSmall(
             f"the judge budget is used up ({exc}); {_hint(len(requests))}"
         ) from None
+
+
+def judge_runs(
+    client: Any,
+    question: str,
+    system_prompt: str,
+    *,
+    runs: int,
+    temperature: float,
+    max_calls: int | None,
+    parse: Callable[[str], R | str],
+) -> tuple[list[R], list[str]]:
+    """The same prompt ``runs`` times in one batch: (parsed runs, why each other run is unusable).
+
+    ``parse`` returns a run or a short explanation; when no run parses, the grader abstains.
+    """
+    request = {"question": question, "system_prompt": system_prompt, "temperature": temperature}
+    replies = send_batch(client, [dict(request) for _ in range(runs)], max_calls)
+    parsed: list[R] = []
+    unparsed: list[str] = []
+    for index, reply in enumerate(replies, start=1):
+        run = parse(reply.raw_text)
+        if isinstance(run, str):
+            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
+        else:
+            parsed.append(run)
+    if not parsed:
+        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+    return parsed, unparsed
+
+
+def judge_client() -> TargetClient:
+    """The proxy client from the environment; a grader given no ``target:`` abstains."""
+    try:
+        return TargetClient.from_env()
+    except ProxyNotConfigured as exc:
+        raise Abstain(str(exc)) from None

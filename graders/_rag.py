@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput
-from grader_sdk._context import configured_context
+from grader_sdk import Abstain, GraderInput, Verdict, configured_context
 
 AGGREGATES = ("weighted", "mean")
 
@@ -112,4 +111,17 @@ def check_budget(remaining: int, max_calls: int, needed: int, work: str) -> None
             f"with {remaining} left; raise `target: {{max_calls: ...}}` to at least {needed} "
             "(a little more leaves room to retry unreadable replies)",
             {"needed": needed, "remaining": remaining, "max_calls": max_calls},
+        )
+
+
+def check_verdicts(verdicts: list[Verdict], count: int, item: str, where: str = "") -> None:
+    """Abstain unless the judge gave one readable verdict for each of the ``count`` items."""
+    if len(verdicts) != count:
+        raise Abstain(f"the judge returned {len(verdicts)} verdicts for {count} {item}s")
+    unreadable = [i for i, v in enumerate(verdicts, 1) if v.ok is None]
+    if unreadable:
+        raise Abstain(
+            f"the judge's reply for {item}(s) {', '.join(map(str, unreadable))}{where} could not "
+            "be read, even after a retry",
+            {"raw": [verdicts[i - 1].raw for i in unreadable]},
         )

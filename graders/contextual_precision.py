@@ -31,6 +31,7 @@ from graders._rag import (
     aggregate,
     average_precision,
     check_budget,
+    check_verdicts,
     format_score,
     precision_at_k,
     retrieval_groups,
@@ -151,15 +152,5 @@ def grade(inp: GraderInput) -> GraderResult:
             )
         except ProtocolError as exc:
             raise Abstain(f"the judge did not answer once per node: {exc}") from None
-        if len(group.verdicts) != len(group.nodes):
-            raise Abstain(
-                f"the judge returned {len(group.verdicts)} verdicts for {len(group.nodes)} nodes"
-            )
-        unreadable = [i for i, v in enumerate(group.verdicts, 1) if v.ok is None]
-        if unreadable:
-            raise Abstain(
-                f"the judge's reply for node(s) {', '.join(map(str, unreadable))} of "
-                f"{group.label} could not be read, even after a retry",
-                {"raw": [group.verdicts[i - 1].raw for i in unreadable]},
-            )
+        check_verdicts(group.verdicts, len(group.nodes), "node", f" of {group.label}")
     return score_groups(groups, per_tool_call, how)

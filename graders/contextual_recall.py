@@ -24,7 +24,7 @@ from grader_sdk import (
     judge_attribution,
     script_grader,
 )
-from graders._rag import check_budget, format_score, recall, snippet
+from graders._rag import check_budget, check_verdicts, format_score, recall, snippet
 
 
 def score_statements(
@@ -102,15 +102,5 @@ def grade(inp: GraderInput) -> GraderResult:
         verdicts = judge_attribution(client, statements, context, **options)
     except ProtocolError as exc:
         raise Abstain(f"the judge did not answer once per statement: {exc}") from None
-    if len(verdicts) != len(statements):
-        raise Abstain(
-            f"the judge returned {len(verdicts)} verdicts for {len(statements)} statements"
-        )
-    unreadable = [i for i, v in enumerate(verdicts, 1) if v.ok is None]
-    if unreadable:
-        raise Abstain(
-            f"the judge's reply for statement(s) {', '.join(map(str, unreadable))} could not be "
-            "read, even after a retry",
-            {"raw": [verdicts[i - 1].raw for i in unreadable]},
-        )
+    check_verdicts(verdicts, len(statements), "statement")
     return score_statements(statements, verdicts, context)

@@ -15,25 +15,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader_sdk import (
-    Abstain,
-    GraderInput,
-    ProxyNotConfigured,
-    TargetClient,
-    parse_json_reply,
-    script_grader,
-)
+from grader_sdk import Abstain, GraderInput, script_grader
 from graders._judgekit import (
     as_number,
     clamp,
     conversation_text,
     dedupe,
+    fraction,
+    judge_client,
+    judge_runs,
     load_definition,
+    lookup,
     median,
     render,
+    reply_object,
     runs_setting,
-    send_batch,
-    shorten,
     temperature_setting,
 )
 
@@ -171,70 +167,52 @@ def build_prompt(judge: PatternJudge, spec: PatternSpec, task: str, response: st
     )
 
 
-def _get(mapping: Mapping[str, Any], code: str) -> Any:
-    if code in mapping:
-        return mapping[code]
-    for key, value in mapping.items():
-        if isinstance(key, str) and key.upper() == code.upper():
-            return value
-    return None
-
-
 def _section(data: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
     for name in names:
-        value = _get(data, name)
+        value = lookup(data, name)
         if isinstance(value, Mapping):
             return value
     return data
 
 
-def _fraction(value: float) -> float:
-    """A 0..1 share; percentages (1 < x <= 100) are read as percent."""
-    if 1.0 < value <= 100.0:
-        value /= 100.0
-    return clamp(value, 0.0, 1.0)
+def _read_scores(
+    dims: Sequence[DimensionDef],
+    block: Mapping[str, Any],
+    data: Mapping[str, Any],
+    missing: list[str],
+) -> dict[str, float]:
+    """Each dimension's score from its block (else the top level); the absent go to ``missing``."""
+    scores: dict[str, float] = {}
+    for dim in dims:
+        value = as_number(lookup(block, dim.code))
+        if value is None:
+            value = as_number(lookup(data, dim.code))
+        if value is None:
+            missing.append(dim.code)
+        elif dim.maximum == 1:
+            scores[dim.code] = fraction(value)
+        else:
+            scores[dim.code] = clamp(value, 0.0, dim.maximum)
+    return scores
 
 
 def parse_run(text: str, judge: PatternJudge, spec: PatternSpec) -> RunScores | str:
     """One judge reply as scores, or a short explanation of why it cannot be used."""
-    data = parse_json_reply(text) if text.strip() else None
-    if isinstance(data, list) and len(data) == 1:
-        data = data[0]
-    if not isinstance(data, Mapping):
+    data = reply_object(text)
+    if data is None:
         return "no JSON object in the reply"
-    universal_block = _section(data, "universal", "universal_scores")
-    pattern_block = _section(data, "pattern", "pattern_scores", "specific")
-    universal: dict[str, float] = {}
-    pattern: dict[str, float] = {}
     missing: list[str] = []
-    for dim in judge.universal:
-        value = as_number(_get(universal_block, dim.code))
-        if value is None:
-            value = as_number(_get(data, dim.code))
-        if value is None:
-            missing.append(dim.code)
-        elif dim.maximum == 1:
-            universal[dim.code] = _fraction(value)
-        else:
-            universal[dim.code] = clamp(value, 0.0, dim.maximum)
-    for dim in spec.dimensions:
-        value = as_number(_get(pattern_block, dim.code))
-        if value is None:
-            value = as_number(_get(data, dim.code))
-        if value is None:
-            missing.append(dim.code)
-        else:
-            pattern[dim.code] = clamp(value, 0.0, dim.maximum)
+    universal_block = _section(data, "universal", "universal_scores")
+    universal = _read_scores(judge.universal, universal_block, data, missing)
+    pattern_block = _section(data, "pattern", "pattern_scores", "specific")
+    pattern = _read_scores(spec.dimensions, pattern_block, data, missing)
     if missing:
         return f"missing or non-numeric: {', '.join(missing)}"
-    failures_raw = _get(data, "failures")
+    failures_raw = lookup(data, "failures")
     failures = [str(f) for f in failures_raw] if isinstance(failures_raw, list) else []
-    confidence = as_number(_get(data, "confidence"))
+    confidence = as_number(lookup(data, "confidence"))
     return RunScores(
-        universal,
-        pattern,
-        failures,
-        _fraction(confidence) if confidence is not None else None,
+        universal, pattern, failures, fraction(confidence) if confidence is not None else None
     )
 
 
@@ -315,22 +293,15 @@ def evaluate(inp: GraderInput, client: Any, judge: PatternJudge | None = None) -
     task, response = subject_texts(inp)
     if not response.strip():
         raise Abstain("the text to grade is empty")
-    request = {
-        "question": build_prompt(judge, spec, task, response),
-        "system_prompt": judge.system_prompt,
-        "temperature": temperature,
-    }
-    replies = send_batch(client, [dict(request) for _ in range(runs)], inp.max_calls)
-    parsed: list[RunScores] = []
-    unparsed: list[str] = []
-    for index, reply in enumerate(replies, start=1):
-        run = parse_run(reply.raw_text, judge, spec)
-        if isinstance(run, RunScores):
-            parsed.append(run)
-        else:
-            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
-    if not parsed:
-        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+    parsed, unparsed = judge_runs(
+        client,
+        build_prompt(judge, spec, task, response),
+        judge.system_prompt,
+        runs=runs,
+        temperature=temperature,
+        max_calls=inp.max_calls,
+        parse=lambda text: parse_run(text, judge, spec),
+    )
     return to_grader_output(
         summarise(judge, spec, parsed, runs, temperature, unparsed), judge.gates
     )
@@ -366,8 +337,4 @@ def to_grader_output(result: PatternScore, gates: Mapping[str, float]) -> dict[s
 @script_grader
 def main(inp: GraderInput) -> dict[str, Any]:
     """Runs at once under ``python -m graders.pattern``; importing only defines it."""
-    try:
-        client = TargetClient.from_env()
-    except ProxyNotConfigured as exc:
-        raise Abstain(str(exc)) from None
-    return evaluate(inp, client)
+    return evaluate(inp, judge_client())

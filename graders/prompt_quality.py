@@ -13,25 +13,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from grader_sdk import (
-    Abstain,
-    GraderInput,
-    ProxyNotConfigured,
-    TargetClient,
-    parse_json_reply,
-    script_grader,
-)
+from grader_sdk import Abstain, GraderInput, script_grader
 from graders._judgekit import (
     as_number,
     clamp,
     conversation_text,
     dedupe,
+    fraction,
+    judge_client,
+    judge_runs,
     load_definition,
+    lookup,
     median,
     render,
+    reply_object,
     runs_setting,
-    send_batch,
-    shorten,
     temperature_setting,
     truncate_middle,
 )
@@ -114,45 +110,34 @@ def build_prompt(judge: PromptJudge, prompt: str) -> str:
     )
 
 
-def _get(mapping: Mapping[str, Any], key: str) -> Any:
-    for actual, value in mapping.items():
-        if isinstance(actual, str) and actual.lower() == key:
-            return value
-    return None
-
-
 def parse_run(text: str, dimensions: Sequence[str] = DIMENSIONS) -> RunScores | str:
     """One judge reply as scores, or a short explanation of why it cannot be used."""
-    data = parse_json_reply(text) if text.strip() else None
-    if isinstance(data, list) and len(data) == 1:
-        data = data[0]
-    if not isinstance(data, Mapping):
+    data = reply_object(text)
+    if data is None:
         return "no JSON object in the reply"
-    block = _get(data, "scores")
+    block = lookup(data, "scores")
     if not isinstance(block, Mapping):
         block = data
     scores: dict[str, float] = {}
     missing = []
     for name in dimensions:
-        value = as_number(_get(block, name))
+        value = as_number(lookup(block, name))
         if value is None:
             missing.append(name)
         else:
             scores[name] = clamp(value, 0.0, MAX_POINTS)
     if missing:
         return f"missing or non-numeric: {', '.join(missing)}"
-    raw_improvements = _get(data, "improvements")
+    raw_improvements = lookup(data, "improvements")
     if isinstance(raw_improvements, str):
         raw_improvements = [raw_improvements]
     improvements = [str(i) for i in raw_improvements or [] if isinstance(i, str | int | float)]
-    confidence = as_number(_get(data, "confidence"))
-    if confidence is not None and 1.0 < confidence <= 100.0:
-        confidence /= 100.0
+    confidence = as_number(lookup(data, "confidence"))
     return RunScores(
         scores,
         improvements,
-        clamp(confidence, 0.0, 1.0) if confidence is not None else None,
-        str(_get(data, "summary") or ""),
+        fraction(confidence) if confidence is not None else None,
+        str(lookup(data, "summary") or ""),
     )
 
 
@@ -215,22 +200,16 @@ def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) ->
     if not prompt.strip():
         raise Abstain("the prompt to grade is empty")
     shown = truncate_middle(prompt)
-    request = {
-        "question": build_prompt(judge, shown),
-        "system_prompt": judge.system_prompt,
-        "temperature": temperature,
-    }
-    replies = send_batch(client, [dict(request) for _ in range(runs)], inp.max_calls)
-    parsed: list[RunScores] = []
-    unparsed: list[str] = []
-    for index, reply in enumerate(replies, start=1):
-        run = parse_run(reply.raw_text, tuple(judge.dimensions))
-        if isinstance(run, RunScores):
-            parsed.append(run)
-        else:
-            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
-    if not parsed:
-        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+    names = tuple(judge.dimensions)
+    parsed, unparsed = judge_runs(
+        client,
+        build_prompt(judge, shown),
+        judge.system_prompt,
+        runs=runs,
+        temperature=temperature,
+        max_calls=inp.max_calls,
+        parse=lambda text: parse_run(text, names),
+    )
     result = summarise(judge, parsed, runs, temperature, shown != prompt, len(prompt), unparsed)
     return to_grader_output(result, judge.pass_score)
 
@@ -257,8 +236,4 @@ def to_grader_output(result: PromptScore, pass_score: float) -> dict[str, Any]:
 @script_grader
 def main(inp: GraderInput) -> dict[str, Any]:
     """Runs at once under ``python -m graders.prompt_quality``; importing only defines it."""
-    try:
-        client = TargetClient.from_env()
-    except ProxyNotConfigured as exc:
-        raise Abstain(str(exc)) from None
-    return evaluate(inp, client)
+    return evaluate(inp, judge_client())

@@ -17,9 +17,8 @@ from typing import Any
 from grader_sdk import (
     Abstain,
     GraderInput,
-    ProxyNotConfigured,
-    TargetClient,
     UnsupportedRequest,
+    node_text,
     parse_json_reply,
     script_grader,
 )
@@ -27,9 +26,8 @@ from graders._judgekit import (
     as_number,
     check_budget,
     conversation_text,
+    judge_client,
     load_definition,
-    numbered,
-    passage_text,
     render,
     send_batch,
     shorten,
@@ -186,11 +184,10 @@ def material_of(inp: GraderInput) -> Material:
     if isinstance(context_value, str):
         context = context_value
     elif isinstance(context_value, list):
-        context = (
-            numbered(context_value)
-            if len(context_value) > 1
-            else "".join(passage_text(p) for p in context_value)
-        )
+        passages = [node_text(p) or "" for p in context_value]
+        if len(passages) > 1:
+            passages = [f"[{i}] {p}" for i, p in enumerate(passages, start=1)]
+        context = "\n".join(passages)
     else:
         context = ""
     expected = config.get("expected")
@@ -378,8 +375,4 @@ def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
 @script_grader
 def main(inp: GraderInput) -> dict[str, Any]:
     """Runs at once under ``python -m graders.quality``; importing only defines it."""
-    try:
-        client = TargetClient.from_env()
-    except ProxyNotConfigured as exc:
-        raise Abstain(str(exc)) from None
-    return evaluate(inp, client)
+    return evaluate(inp, judge_client())

@@ -96,6 +96,8 @@ class JudgeProxy:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self.app,
+            # h11 caps request headers (16 KiB); uvicorn's httptools parser buffers them unbounded.
+            http="h11",
             lifespan="off",
             access_log=False,
             log_config=None,

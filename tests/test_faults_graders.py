@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 from tests.conftest import read_bundle, run_cli
@@ -92,8 +93,9 @@ elif case == "escape":
         if os.fork() == 0:
             for fd in (0, 1, 2):
                 os.close(fd)
-            with open(os.path.join(HERE, "escaped_pid"), "w") as f:
+            with open(os.path.join(HERE, "escaped_pid.tmp"), "w") as f:
                 f.write(str(os.getpid()))
+            os.rename(os.path.join(HERE, "escaped_pid.tmp"), os.path.join(HERE, "escaped_pid"))
             while os.path.exists(f"/proc/{parent}") and open(f"/proc/{parent}/stat").read().rsplit(")", 1)[-1].split()[0] != "Z":
                 time.sleep(0.02)
             status = proxy_status()
@@ -102,11 +104,14 @@ elif case == "escape":
                     break
                 time.sleep(0.05)
                 status = proxy_status()
-            with open(os.path.join(HERE, "escaped_status"), "w") as f:
+            with open(os.path.join(HERE, "escaped_status.tmp"), "w") as f:
                 f.write(status)
+            os.rename(os.path.join(HERE, "escaped_status.tmp"), os.path.join(HERE, "escaped_status"))
             time.sleep(120)
         os._exit(0)
     os.wait()
+    while not os.path.exists(os.path.join(HERE, "escaped_pid")):
+        time.sleep(0.01)
     print(json.dumps({"score": 1.0, "reason": "escaped child left behind", "details": proxy_status()}))
 elif case == "judge":
     body = json.dumps({"question": "Is Paris the capital of France?"}).encode()
@@ -179,10 +184,17 @@ def test_misbehaving_graders_each_leave_one_result_and_nothing_running(tmp_path:
         # The escaped process outlives its grader (only a container stops that), but not its
         # token: it is refused while the run goes on, or finds the proxy gone.
         assert escaped is not None
-        assert (tmp_path / "escaped_status").read_text() in ("401", "refused")
+        assert _wait_for(tmp_path / "escaped_status").read_text() in ("401", "refused")
     finally:
         if escaped is not None:
             _kill(escaped)
+
+
+def _wait_for(path: Path, seconds: float = 15) -> Path:
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return path
 
 
 def _kill(pid: int) -> None:

@@ -48,17 +48,10 @@ def _scored(score: float | None, status: str) -> bool:
     return score is not None and status in ("passed", "failed")
 
 
-@dataclass
-class GraderStats:
-    """Every result of one grader across the run."""
+class _Spread:
+    """mean, median and stdev of ``scores`` (None when there are none)."""
 
-    name: str
-    count: int = 0
-    passed: int = 0
-    failed: int = 0
-    error: int = 0
-    unscored: int = 0
-    scores: list[float] = field(default_factory=list)
+    scores: list[float]
 
     @property
     def mean(self) -> float | None:
@@ -71,6 +64,19 @@ class GraderStats:
     @property
     def stdev(self) -> float | None:
         return stats.stdev(self.scores)
+
+
+@dataclass
+class GraderStats(_Spread):
+    """Every result of one grader across the run."""
+
+    name: str
+    count: int = 0
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    unscored: int = 0
+    scores: list[float] = field(default_factory=list)
 
     @property
     def pass_rate(self) -> float | None:
@@ -94,7 +100,7 @@ class GraderStats:
 
 
 @dataclass
-class Series:
+class Series(_Spread):
     """One case (or one grader on one case) over its repeats."""
 
     n: int = 0
@@ -106,18 +112,6 @@ class Series:
         self.passes += status == "passed"
         if _scored(score, status):
             self.scores.append(float(score))  # type: ignore[arg-type]
-
-    @property
-    def mean(self) -> float | None:
-        return stats.mean(self.scores)
-
-    @property
-    def median(self) -> float | None:
-        return stats.median(self.scores)
-
-    @property
-    def stdev(self) -> float | None:
-        return stats.stdev(self.scores)
 
     @property
     def pass_at_k(self) -> list[float]:
@@ -316,7 +310,7 @@ def summary_dict(run: RunStats, meta: Mapping[str, Any] | None = None) -> dict[s
     out: dict[str, Any] = {key: meta.get(key) for key in RUN_KEYS}
     out.update({k: v for k, v in meta.items() if k not in out})
     if out.get("repeat") is None:
-        out["repeat"] = max((c.repeat for c in run.results), default=0) + 1 if run.results else 1
+        out["repeat"] = max((c.repeat for c in run.results), default=0) + 1
     out.update(
         {
             "counts": run.counts,

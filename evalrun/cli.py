@@ -7,6 +7,8 @@ import sys
 
 import typer
 
+from evalrun.hardening import make_undumpable
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -33,6 +35,7 @@ def _register_all() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
+    make_undumpable()
     _register_all()
     commands = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     if args and args[0] not in commands and not args[0].startswith("-"):

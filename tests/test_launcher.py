@@ -289,3 +289,30 @@ def test_interpret_signal_death_is_an_error():
 
     result = interpret(ProcessOutcome(-9, b"", "", 1.0), name="g", threshold=0.5, weight=1)
     assert result.status == "error" and "SIGKILL" in result.reason
+
+
+def test_evalrun_is_not_dumpable_but_its_graders_are(tmp_path):
+    """Graders run as the same user must not read evalrun's environment (provider keys)."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import json, os\n"
+        "from evalrun.hardening import is_dumpable\n"
+        "print(json.dumps({'score': 1.0 if is_dumpable() else 0.0}))\n"
+    )
+    script = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "from evalrun.hardening import is_dumpable, make_undumpable\n"
+        "from evalrun.launcher.launch import LaunchContext, run_grader\n"
+        "from evalrun.spec.models import GraderSpec, TestCase\n"
+        "assert make_undumpable() and is_dumpable() is False\n"
+        f"spec = GraderSpec(name='p', command=[sys.executable, {str(probe)!r}])\n"
+        "case = TestCase(id='c', input='x')\n"
+        f"run = asyncio.run(run_grader(spec, case, 'o', LaunchContext(eval_dir=Path({str(tmp_path)!r}), judge=None)))\n"
+        "print(run.result.score)\n"
+    )
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1.0"

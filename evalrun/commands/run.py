@@ -19,6 +19,8 @@ from evalrun.runner.selection import parse_shard
 from evalrun.spec.loader import EvalFileError, eval_json_schema, load_eval
 from evalrun.targets import ConfigError, StoreOptions
 
+MAX_TABLE_ROWS = 40
+_PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
 
@@ -159,7 +161,10 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
     for name in grader_names:
         table.add_column(name, justify="right")
     repeats = any(c.repeat for c in cases)
-    for case in sorted(cases, key=lambda c: (c.id, c.repeat)):
+    rows = sorted(cases, key=lambda c: (c.id, c.repeat))
+    if len(rows) > MAX_TABLE_ROWS:  # a long run shows its problems first; the reports have all
+        rows = sorted(rows, key=lambda c: _PROBLEMS_FIRST[c.status])[:MAX_TABLE_ROWS]
+    for case in rows:
         by_name = {g.name: g for g in case.graders}
         cells = [case.id]
         if repeats:
@@ -171,6 +176,8 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
             cells.append("" if g is None else (g.status if g.score is None else f"{g.score:.3f}"))
         table.add_row(*cells)
     console.print(table)
+    if len(cases) > len(rows):
+        console.print(f"… and {len(cases) - len(rows)} more (all cases: report.md, report.html)")
     counts = summary.get("counts", {})
     mean = summary.get("mean_score")
     parts = [

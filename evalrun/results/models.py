@@ -9,7 +9,7 @@ Status = Literal["passed", "failed", "error", "unscored"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "error", "unscored")
 
 
-@dataclass
+@dataclass(slots=True)
 class ProxyUsage:
     calls: int = 0
     max_calls: int = 0
@@ -20,7 +20,7 @@ class ProxyUsage:
     cost_usd: float = 0.0
 
 
-@dataclass
+@dataclass(slots=True)
 class GraderResult:
     name: str
     status: Status
@@ -48,7 +48,7 @@ class GraderResult:
         return result
 
 
-@dataclass
+@dataclass(slots=True)
 class CaseResult:
     id: str
     status: Status
@@ -63,6 +63,33 @@ class CaseResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def slim(self) -> CaseResult:
+        """What a run keeps in memory once the full result is on disk: enough for the summary
+        and the table, so memory stays flat however many cases a run has."""
+        graders = [
+            GraderResult(
+                name=g.name,
+                status=g.status,
+                score=g.score,
+                passed=g.passed,
+                weight=g.weight,
+                threshold=g.threshold,
+                duration_ms=g.duration_ms,
+                proxy=g.proxy,
+            )
+            for g in self.graders
+        ]
+        return CaseResult(
+            id=self.id,
+            status=self.status,
+            score=self.score,
+            graders=graders,
+            target=self.target,
+            error=self.error,
+            repeat=self.repeat,
+            usage=self.usage,
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:

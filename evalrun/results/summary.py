@@ -8,7 +8,7 @@ merged shards; the reporters read :class:`RunStats`. Counts are over result line
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evalrun.results import stats
@@ -290,7 +290,7 @@ def compute_stats(
             if _scored(g.score, g.status):
                 gs.scores.append(float(g.score))  # type: ignore[arg-type]
             if g.proxy is not None:
-                _add_numbers(judge, vars(g.proxy))
+                _add_numbers(judge, asdict(g.proxy))
     judge.pop("max_calls", None)
     counts["total"] = len(results)
     return RunStats(

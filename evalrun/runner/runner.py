@@ -118,7 +118,7 @@ class EvalRun:
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
         progress = Progress(len(jobs), quiet=options.quiet)
-        results: list[CaseResult] = list(kept)
+        results: list[CaseResult] = [case.slim() for case in kept]
         ctx = LaunchContext(
             eval_dir=self.loaded.folder.resolve(),
             judge=self.judge_name,
@@ -129,8 +129,8 @@ class EvalRun:
         def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
             writer.add_case(result)
             writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
-            results.append(result)
             progress.case_done(result)
+            results.append(result.slim())
 
         async def one(case: TestCase, repeat: int) -> None:
             try:

@@ -84,20 +84,9 @@ def load_jsonl_with_lines(path: Path) -> tuple[list[Any], LineMap]:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise SourceError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-        index = len(items)
+        lines[(len(items),)] = lineno  # every key of an item is on its line
         items.append(value)
-        _mark_all(value, (index,), lineno, lines)
     return items, lines
-
-
-def _mark_all(value: Any, path: tuple[Any, ...], lineno: int, lines: LineMap) -> None:
-    lines[path] = lineno
-    if isinstance(value, dict):
-        for key, child in value.items():
-            _mark_all(child, (*path, key), lineno, lines)
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            _mark_all(child, (*path, i), lineno, lines)
 
 
 def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:

@@ -17,14 +17,8 @@ def build(view: BundleView) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "run": {key: s.get(key) for key in RUN_KEYS},
-        "counts": run.counts,
-        "cases": len(run.case_ids),
-        "mean_score": run.mean_score,
-        "median_score": run.median_score,
-        "pass_rate": run.pass_rate,
-        "graders": {name: g.to_dict() for name, g in run.graders.items()},
+        **run.to_dict(),
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
-        "usage": run.usage,
         "judge_calls": view.judge_stats,
         "failures": [
             {

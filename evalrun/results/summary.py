@@ -263,6 +263,18 @@ class RunStats:
         total = self.counts["total"]
         return self.counts["passed"] / total if total else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """The statistics block shared by summary.json and report.json."""
+        return {
+            "counts": self.counts,
+            "cases": len(self.case_ids),
+            "mean_score": self.mean_score,
+            "median_score": self.median_score,
+            "pass_rate": self.pass_rate,
+            "graders": {name: g.to_dict() for name, g in self.graders.items()},
+            "usage": self.usage,
+        }
+
 
 def _add_numbers(into: dict[str, float], values: Mapping[str, Any]) -> None:
     for key, value in values.items():
@@ -311,17 +323,7 @@ def summary_dict(run: RunStats, meta: Mapping[str, Any] | None = None) -> dict[s
     out.update({k: v for k, v in meta.items() if k not in out})
     if out.get("repeat") is None:
         out["repeat"] = max((c.repeat for c in run.results), default=0) + 1
-    out.update(
-        {
-            "counts": run.counts,
-            "cases": len(run.case_ids),
-            "mean_score": run.mean_score,
-            "median_score": run.median_score,
-            "pass_rate": run.pass_rate,
-            "graders": {name: g.to_dict() for name, g in run.graders.items()},
-            "usage": run.usage,
-        }
-    )
+    out.update(run.to_dict())
     if run.repeats is not None:
         out["repeat_stats"] = run.repeats.to_dict(per_case=False)
     else:

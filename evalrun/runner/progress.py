@@ -6,6 +6,8 @@ import sys
 import time
 from typing import TextIO
 
+from rich.markup import escape
+
 from evalrun.results.models import CaseResult
 
 _STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
@@ -59,7 +61,10 @@ class Progress:
             )
             if case.status in ("failed", "error"):
                 color = _STATUS_STYLE[case.status]
-                self._bar.console.print(f"[{color}]{case.status}[/] {case.id}: {_why(case)}")
+                self._bar.console.print(
+                    f"[{color}]{case.status}[/] {escape(case.id)}: {escape(_why(case))}",
+                    highlight=False,
+                )
             return
         score = "-" if case.score is None else f"{case.score:.3f}"
         line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {case.id}"

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalrun.spec.yamlsource import SourceError, load_yaml_with_lines, validation_error_message
+from evalrun.yamlsource import SourceError, load_yaml_with_lines, validation_error_message
 
 MissingPolicy = Literal["skip", "zero"]
 Label = Literal["excellent", "pass", "warning", "fail", "none"]

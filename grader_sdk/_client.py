@@ -1,7 +1,8 @@
 """HTTP clients for the judge proxy (DESIGN.md 5), stdlib only.
 
-They speak HTTP through ``grader_sdk._http`` (a small socket client) rather than ``http.client``,
-whose imports would cost a short grader process 20-40 ms on its first judge call.
+They speak HTTP through ``grader_sdk._http`` (a small socket client, imported when the first
+client is made) rather than ``http.client``, whose imports would cost a short grader process
+20-40 ms on its first judge call.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader_sdk._errors import (
     ProtocolError,
@@ -19,7 +20,9 @@ from grader_sdk._errors import (
     ProxyUnavailable,
     error_from_response,
 )
-from grader_sdk._http import HttpClient, HTTPProtocolError, parse_url
+
+if TYPE_CHECKING:
+    from grader_sdk._http import HttpClient
 
 R = TypeVar("R")
 
@@ -140,6 +143,8 @@ class TargetClient:
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not url:
             raise ProxyNotConfigured("no proxy URL given")
+        from grader_sdk._http import HttpClient, parse_url
+
         try:
             host, port, self._prefix = parse_url(url)
         except ValueError as exc:
@@ -149,7 +154,7 @@ class TargetClient:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        self._http = HttpClient(host, port, timeout=timeout)
+        self._http: HttpClient = HttpClient(host, port, timeout=timeout)
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._json_headers = {**self._headers, "Content-Type": "application/json"}
 
@@ -225,6 +230,8 @@ class TargetClient:
             return list(pool.map(one, wire))
 
     def _call(self, method: str, path: str, body: Any) -> Any:
+        from grader_sdk._http import HTTPProtocolError
+
         data = None if body is None else json.dumps(body).encode("utf-8")
         headers = self._headers if data is None else self._json_headers
         try:

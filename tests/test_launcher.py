@@ -313,6 +313,8 @@ def test_evalrun_is_not_dumpable_but_its_graders_are(tmp_path):
     )
     import subprocess
 
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1.0"

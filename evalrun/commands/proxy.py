@@ -14,8 +14,8 @@ from pathlib import Path
 
 import typer
 
-from evalrun.spec.yamlsource import SourceError
 from evalrun.targets import ConfigError, TargetPool, find_targets_file, load_targets
+from evalrun.yamlsource import SourceError
 
 
 def _secrets(pool: TargetPool) -> list[str]:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import typer
 
-from evalrun.spec.yamlsource import SourceError
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
@@ -21,6 +20,7 @@ from evalrun.targets import (
     find_targets_file,
     load_targets,
 )
+from evalrun.yamlsource import SourceError
 
 TargetsOption = typer.Option(
     None,

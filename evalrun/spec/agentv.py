@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrun.spec.yamlsource import LineMap
+from evalrun.yamlsource import LineMap
 
 _FILE_KEYS = {
     "eval_cases": "tests",

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from evalrun.spec.agentv import normalize_case, normalize_eval
 from evalrun.spec.models import EvalFile, TestCase
-from evalrun.spec.yamlsource import (
+from evalrun.yamlsource import (
     SourceError,
     load_jsonl_with_lines,
     load_yaml_with_lines,

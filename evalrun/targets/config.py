@@ -137,7 +137,7 @@ def find_targets_file(
 
 def load_targets(path: Path | None) -> TargetsFile:
     """Load a targets file (or none) and add the built-in targets it does not redefine."""
-    from evalrun.spec.yamlsource import load_yaml_with_lines, validation_error_message
+    from evalrun.yamlsource import load_yaml_with_lines, validation_error_message
 
     targets: list[dict[str, Any]] = []
     if path is not None:

@@ -1,4 +1,6 @@
-"""YAML and JSON loading that remembers where every key was, so errors can name file, line, key."""
+"""YAML and JSON loading that remembers where every key was, so errors can name file, line, key.
+
+Shared by eval files, targets.yaml and rubrics."""
 
 from __future__ import annotations
 

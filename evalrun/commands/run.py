@@ -152,7 +152,8 @@ def _write_reports(options: RunOptions) -> None:
 def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
     console = Console()
     grader_names = list(dict.fromkeys(g.name for c in cases for g in c.graders))
-    table = Table(title=summary.get("description") or summary.get("eval"), title_justify="left")
+    console.print(summary.get("description") or summary.get("eval"), style="bold", highlight=False)
+    table = Table()
     table.add_column("case")
     if any(c.repeat for c in cases):
         table.add_column("rep", justify="right")

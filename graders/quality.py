@@ -349,10 +349,13 @@ def evaluate(
 
 def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
     parsed = [r for r in outcome.results if r.score is not None]
-    unparsed = [r.name for r in outcome.results if r.score is None]
+    refused = [r.name for r in outcome.results if r.score is None and r.raw == UNSUPPORTED]
+    unparsed = [r.name for r in outcome.results if r.score is None and r.raw != UNSUPPORTED]
     parts = [f"{r.name} {r.choice}/{top}" for r in parsed]
     if unparsed:
         parts.append(f"unparseable reply, left out: {', '.join(unparsed)}")
+    if refused:
+        parts.append(f"the judge answers typed tasks only, left out: {', '.join(refused)}")
     if outcome.skipped:
         parts.append("skipped: " + "; ".join(f"{n} ({w})" for n, w in outcome.skipped.items()))
     return {
@@ -365,7 +368,7 @@ def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
                 r.name: {"choice": r.choice, "score": r.score, "reason": r.reason, "raw": r.raw}
                 for r in outcome.results
             },
-            "unparsed": unparsed,
+            "unparsed": [r.name for r in outcome.results if r.score is None],
             "skipped": outcome.skipped,
             "weights": {r.name: outcome.weights.get(r.name, 1.0) for r in parsed},
         },

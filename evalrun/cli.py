@@ -16,6 +16,23 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _version(value: bool) -> None:
+    if value:
+        from evalrun import __version__
+
+        typer.echo(f"evalrun {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Run LLM evaluation files: YAML cases, graders in any language, a loopback judge proxy."""
+
+
 #: Modules under evalrun.commands that add commands to ``app`` (each has ``register(app)``).
 COMMAND_MODULES: tuple[str, ...] = (
     "run",

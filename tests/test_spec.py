@@ -207,3 +207,10 @@ def test_schema_command_prints_json_schema():
     assert schema["title"] == "evalrun eval file"
     assert "tests" in schema["properties"]
     assert "GraderSpec" in json.dumps(schema)
+
+
+def test_version_flag():
+    from evalrun import __version__
+
+    result = run_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"evalrun {__version__}"

@@ -196,7 +196,7 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
 
 
 def validate(files: list[Path] = typer.Argument(..., help="Eval files to check.")) -> None:
-    """Check eval files without running anything (exit 2 on the first invalid one)."""
+    """Check eval files without running anything (exit 2 if any is invalid)."""
     bad = False
     for file in files:
         try:

@@ -16,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
 def _version(value: bool) -> None:
     if value:
         from evalrun import __version__

@@ -55,13 +55,7 @@ class EvalRun:
         targets_path = find_targets_file(options.targets_file, loaded.folder)
         self.pool = TargetPool(load_targets(targets_path), options.stores)
         self._check_targets()
-        if spec.rubric:
-            from evalrun.rubric import RubricError, rubric_for_eval
-
-            try:
-                rubric_for_eval(spec.rubric, loaded.folder)
-            except (RubricError, OSError) as exc:
-                raise ConfigError(f"{loaded.path}: rubric '{spec.rubric}': {exc}") from None
+        self._check_rubric()
         self._proxy: Any = None
         self._proxy_lock = asyncio.Lock()
         self._interrupted = False
@@ -89,9 +83,18 @@ class EvalRun:
             for grader in self.graders_for(case):
                 if grader.access is not None and grader.access.allow:
                     names += grader.access.allow
-        for name in dict.fromkeys(names):
-            self.pool.file.get(name)
-        self.pool.check(list(dict.fromkeys(names)))
+        self.pool.check(list(dict.fromkeys(names)))  # unknown names and missing keys fail here
+
+    def _check_rubric(self) -> None:
+        rubric = self.loaded.spec.rubric
+        if not rubric:
+            return
+        from evalrun.rubric import RubricError, rubric_for_eval
+
+        try:
+            rubric_for_eval(rubric, self.loaded.folder)
+        except (RubricError, OSError) as exc:
+            raise ConfigError(f"{self.loaded.path}: rubric '{rubric}': {exc}") from None
 
     async def _get_proxy(self) -> Any:
         async with self._proxy_lock:

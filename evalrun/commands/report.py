@@ -35,7 +35,7 @@ def report(
     ),
 ) -> None:
     """Render reports again from a run bundle (results.jsonl, summary.json, judge-calls.jsonl)."""
-    from evalrun.reporters import DEFAULT_FORMATS, FORMATS, BundleNotFound, load_bundle, render
+    from evalrun.reporters import DEFAULT_FORMATS, FORMATS, BundleNotFound, load_bundle, write
 
     chosen = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
     unknown = [f for f in chosen if f not in FORMATS]
@@ -48,13 +48,13 @@ def report(
     except BundleNotFound as exc:
         raise _fail(str(exc)) from None
     for fmt in chosen:
-        text = render(view, fmt)
         if out is not None and str(out) == "-":
-            sys.stdout.write(text)
+            write(view, fmt, sys.stdout)
             continue
         path = out if out is not None else run_dir / FORMATS[fmt][1]
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        with open(path, "w", encoding="utf-8") as handle:
+            write(view, fmt, handle)
         typer.echo(str(path))
 
 

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 import importlib
+import io
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
@@ -17,7 +19,7 @@ from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 #: The name the runner calls.
 github_actions = github_actions_report
 
-#: format -> (module under evalrun.reporters with ``render(view) -> str``, file name in the bundle)
+#: format -> (module under evalrun.reporters with ``write(view, out)``, file name in the bundle)
 FORMATS: dict[str, tuple[str, str]] = {
     "md": ("markdown", "report.md"),
     "html": ("html", "report.html"),
@@ -35,20 +37,30 @@ __all__ = [
     "github_actions_report",
     "load_bundle",
     "render",
+    "write",
     "write_reports",
 ]
 
 
-def render(view: BundleView, fmt: str) -> str:
+def write(view: BundleView, fmt: str, out: TextIO) -> None:
+    """Stream the report in format ``fmt`` to ``out``, one case at a time."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     module = importlib.import_module(f"evalrun.reporters.{FORMATS[fmt][0]}")
-    return module.render(view)
+    module.write(view, out)
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def render(view: BundleView, fmt: str) -> str:
+    """The whole report as one string (for small bundles and tests; files use :func:`write`)."""
+    buffer = io.StringIO()
+    write(view, fmt, buffer)
+    return buffer.getvalue()
+
+
+def _write_atomic(view: BundleView, fmt: str, path: Path) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        write(view, fmt, handle)
     tmp.replace(path)
 
 
@@ -67,8 +79,7 @@ def write_reports(
     view = load_bundle(run_dir, unstable_bound=unstable_bound)
     written = []
     for fmt in formats:
-        text = render(view, fmt)
         path = run_dir / FORMATS[fmt][1]
-        _write_atomic(path, text)
+        _write_atomic(view, fmt, path)
         written.append(path)
     return written

@@ -1,15 +1,19 @@
-"""A run bundle loaded once, with every statistic the reporters show.
+"""A run bundle read for reporting, with every statistic the reporters show.
 
-Reporters format a :class:`BundleView`; none of them computes statistics of its own.
+Reporters format a :class:`BundleView`; none of them computes statistics of its own. Only the
+statistics stay in memory: they come from one pass over ``results.jsonl`` keeping slim results,
+and full results and judge calls are read back one case at a time by file offset, so reporters
+can write as they go.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalrun.results import bundle, stats
 from evalrun.results.models import CaseResult, GraderResult
@@ -19,6 +23,7 @@ from evalrun.results.summary import (
     RepeatStats,
     RunStats,
     compute_stats,
+    result_key,
     summary_dict,
 )
 
@@ -31,17 +36,88 @@ class BundleNotFound(FileNotFoundError):
     """The directory is not a run bundle."""
 
 
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(offset, value) of every line of ``path`` that parses; torn or blank lines are skipped."""
+    if not path.is_file():
+        return
+    offset = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+            if value is not None:
+                yield offset, value
+            offset += len(line)
+
+
+def _read_line(handle: BinaryIO, offset: int) -> Any:
+    handle.seek(offset)
+    return json.loads(handle.readline())
+
+
+@dataclass
+class JudgeCalls:
+    """Where each case's judge calls are in ``judge-calls.jsonl``, and their totals."""
+
+    offsets: dict[str, list[int]] = field(default_factory=dict)
+    count: int = 0
+    cached: int = 0
+    by_status: Counter[str] = field(default_factory=Counter)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, offset: int, call: dict[str, Any]) -> None:
+        self.offsets.setdefault(str(call.get("case_id")), []).append(offset)
+        self.count += 1
+        self.cached += bool(call.get("cached"))
+        self.by_status[str(call.get("status", "unknown"))] += 1
+        self.input_tokens += int(call.get("input_tokens") or 0)
+        self.output_tokens += int(call.get("output_tokens") or 0)
+        if _is_number(call.get("latency_ms")):
+            self.latencies.append(float(call["latency_ms"]))
+
+    def to_dict(self) -> dict[str, Any]:
+        ordered = sorted(self.latencies)
+        return {
+            "count": self.count,
+            "cached": self.cached,
+            "by_status": dict(self.by_status),
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms_mean": stats.mean(self.latencies),
+            "latency_ms_p50": stats.median(ordered),
+            "latency_ms_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
+            if ordered
+            else None,
+        }
+
+
+def _scan_judge_calls(path: Path) -> JudgeCalls:
+    calls = JudgeCalls()
+    for offset, call in _json_lines(path):
+        if isinstance(call, dict):
+            calls.add(offset, call)
+    return calls
+
+
 @dataclass
 class BundleView:
     run_dir: Path
+    #: Statistics over slim results (no outputs, reasons or details); see :attr:`cases`.
     stats: RunStats
     summary: dict[str, Any]
-    judge_calls: list[dict[str, Any]] = field(default_factory=list)
     file_summary: dict[str, Any] = field(default_factory=dict)
+    #: (case id, repeat) -> offset of the result's line in ``results.jsonl``.
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    calls: JudgeCalls = field(default_factory=JudgeCalls)
 
     @property
-    def cases(self) -> list[CaseResult]:
-        return self.stats.results
+    def cases(self) -> Iterator[CaseResult]:
+        """Every full result in report order, read from disk one at a time."""
+        return self.read_full(self.stats.results)
 
     @property
     def graders(self) -> dict[str, GraderStats]:
@@ -56,49 +132,53 @@ class BundleView:
         return str(self.summary.get("eval") or self.run_dir.resolve().name)
 
     @property
-    def failures(self) -> list[CaseResult]:
-        return [c for c in self.cases if c.status in ("failed", "error")]
+    def failure_count(self) -> int:
+        return self.stats.counts["failed"] + self.stats.counts["error"]
+
+    @property
+    def failures(self) -> Iterator[CaseResult]:
+        """Full results of the failed and errored cases, in report order."""
+        return self.read_full(c for c in self.stats.results if c.status in ("failed", "error"))
+
+    def read_full(self, slim: Iterable[CaseResult]) -> Iterator[CaseResult]:
+        """The full results of ``slim`` (results of :attr:`stats`), read one at a time."""
+        if not self.offsets:
+            return
+        with open(self.run_dir / bundle.RESULTS, "rb") as handle:
+            for case in slim:
+                yield CaseResult.from_dict(_read_line(handle, self.offsets[result_key(case)]))
 
     def label(self, case: CaseResult) -> str:
         """The case id, with the repeat index when the run has repeats."""
         return f"{case.id} [repeat {case.repeat}]" if self.repeats else str(case.id)
 
-    @cached_property
-    def _calls_by_case(self) -> dict[str, list[dict[str, Any]]]:
-        index: dict[str, list[dict[str, Any]]] = {}
-        for call in self.judge_calls:
-            index.setdefault(str(call.get("case_id")), []).append(call)
-        return index
-
     def calls_for(self, case: CaseResult) -> list[dict[str, Any]]:
         """Judge calls of this case (and this repeat, when the log records repeats)."""
-        return [
-            c
-            for c in self._calls_by_case.get(str(case.id), [])
-            if c.get("repeat") is None or c.get("repeat") == case.repeat
-        ]
+        offsets = self.calls.offsets.get(str(case.id))
+        if not offsets:
+            return []
+        with open(self.run_dir / bundle.JUDGE_CALLS, "rb") as handle:
+            calls = [_read_line(handle, offset) for offset in offsets]
+        return [c for c in calls if c.get("repeat") is None or c.get("repeat") == case.repeat]
 
-    @cached_property
+    @property
     def judge_stats(self) -> dict[str, Any]:
-        calls = self.judge_calls
-        latencies = [float(c["latency_ms"]) for c in calls if _is_number(c.get("latency_ms"))]
-        ordered = sorted(latencies)
-        return {
-            "count": len(calls),
-            "cached": sum(1 for c in calls if c.get("cached")),
-            "by_status": dict(Counter(str(c.get("status", "unknown")) for c in calls)),
-            "input_tokens": sum(int(c.get("input_tokens") or 0) for c in calls),
-            "output_tokens": sum(int(c.get("output_tokens") or 0) for c in calls),
-            "latency_ms_mean": stats.mean(latencies),
-            "latency_ms_p50": stats.median(latencies),
-            "latency_ms_p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-            if ordered
-            else None,
-        }
+        return self.calls.to_dict()
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _scan_results(path: Path, offsets: dict[tuple[str, int], int]) -> Iterator[CaseResult]:
+    """Slim results of ``results.jsonl``, noting each line's offset (the last line wins)."""
+    for offset, data in _json_lines(path):
+        try:
+            case = CaseResult.from_dict(data)
+        except (TypeError, ValueError, AttributeError):
+            continue
+        offsets[result_key(case)] = offset
+        yield case.slim()
 
 
 def load_bundle(
@@ -113,13 +193,17 @@ def load_bundle(
             f"{run_dir}: not a run bundle (no {bundle.RESULTS} or {bundle.SUMMARY})"
         )
     file_summary = bundle.read_summary(run_dir)
-    run = compute_stats(bundle.read_results(run_dir), unstable_bound=unstable_bound)
+    offsets: dict[tuple[str, int], int] = {}
+    run = compute_stats(
+        _scan_results(run_dir / bundle.RESULTS, offsets), unstable_bound=unstable_bound
+    )
     return BundleView(
         run_dir=run_dir,
         stats=run,
         summary=summary_dict(run, file_summary),
-        judge_calls=bundle.read_judge_calls(run_dir),
         file_summary=file_summary,
+        offsets=offsets,
+        calls=_scan_judge_calls(run_dir / bundle.JUDGE_CALLS),
     )
 
 

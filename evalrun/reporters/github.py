@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from itertools import islice
 from pathlib import Path
 from typing import TextIO
 
@@ -30,15 +31,14 @@ def escape_property(text: str) -> str:
 
 def annotations(view: BundleView, *, limit: int = ANNOTATION_LIMIT) -> list[str]:
     """``::error`` lines for failed and errored cases (at most ``limit``, then a notice)."""
-    bad = view.failures
     lines = []
-    for case in bad[:limit]:
+    for case in islice(view.failures, limit):
         title = f"{view.title}: {view.label(case)} {case.status}"
         score = "-" if case.score is None else f"{case.score:.3f}"
         message = "\n".join([f"score {score}", *case_problems(case)])
         lines.append(f"::error title={escape_property(title)}::{escape_data(message)}")
-    if len(bad) > limit:
-        more = f"{len(bad) - limit} more failed or errored case(s); see the job summary"
+    if view.failure_count > limit:
+        more = f"{view.failure_count - limit} more failed or errored case(s); see the job summary"
         lines.append(f"::notice title={escape_property(view.title)}::{escape_data(more)}")
     return lines
 

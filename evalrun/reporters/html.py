@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, TextIO
 
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
@@ -106,7 +106,7 @@ def _histogram(view: BundleView) -> str:
     """Stacked bars of case scores in tenths, coloured by status, with the mean marked."""
     bins = [dict.fromkeys(STATUSES, 0) for _ in range(BINS)]
     unscored = 0
-    for case in view.cases:
+    for case in view.stats.results:
         if case.score is None:
             unscored += 1
             continue
@@ -389,10 +389,9 @@ def _search_text(case: CaseResult) -> str:
     return " ".join(pieces).lower()
 
 
-def _case_rows(view: BundleView) -> str:
+def _case_rows(view: BundleView) -> Iterator[str]:
     repeats = view.repeats is not None
     columns = 6 if repeats else 5
-    groups = []
     for index, case in enumerate(view.cases):
         chips = "".join(
             f'<span class="chip {e(g.status)}" title="{e(g.reason or g.status)}">'
@@ -411,15 +410,15 @@ def _case_rows(view: BundleView) -> str:
             f"{_td_num(duration, '–' if duration is None else f'{duration:.2f}')}</tr>"
         )
         detail = f'<tr class="detail" hidden><td colspan="{columns}">{_case_detail(view, case)}</td></tr>'
-        groups.append(
+        yield (
             f'<tbody class="case" id="case-{index}" data-id="{e(case.id)}" '
             f'data-repeat="{case.repeat}" data-status="{e(case.status)}" '
             f'data-search="{e(_search_text(case))}">{row}{detail}</tbody>'
         )
-    return "".join(groups)
 
 
-def _case_section(view: BundleView) -> str:
+def _case_section(view: BundleView) -> tuple[str, str]:
+    """The case section around its rows: (before, after)."""
     options = '<option value="">all statuses</option>' + "".join(
         f'<option value="{s}">{s} ({view.stats.counts.get(s, 0)})</option>' for s in STATUSES
     )
@@ -433,7 +432,7 @@ def _case_section(view: BundleView) -> str:
             _th("Time (s)", "num"),
         ]
     )
-    return (
+    before = (
         '<section id="cases"><h2>Cases</h2><div class="controls">'
         f'<label>Status <select id="status-filter">{options}</select></label>'
         '<label>Filter <input id="text-filter" type="search" '
@@ -442,29 +441,32 @@ def _case_section(view: BundleView) -> str:
         '<button type="button" id="collapse-all">collapse all</button>'
         '<span id="shown-count" aria-live="polite"></span></div>'
         '<table id="case-table" class="sortable grouped">'
-        f"<thead><tr>{header}</tr></thead>{_case_rows(view)}</table>"
-        '<p id="no-match" hidden>No case matches the filter.</p></section>'
+        f"<thead><tr>{header}</tr></thead>"
     )
+    return before, '</table><p id="no-match" hidden>No case matches the filter.</p></section>'
 
 
-def render(view: BundleView) -> str:
-    body = "".join(
-        [
-            _header(view),
-            _cards(view),
-            _histogram(view),
-            _grader_section(view),
-            _repeat_section(view),
-            _case_section(view),
-            '<pre id="js-errors" hidden></pre>',
-        ]
-    )
-    return (
+def write(view: BundleView, out: TextIO) -> None:
+    """The page, written one case at a time."""
+    cases_before, cases_after = _case_section(view)
+    out.write(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>evalrun: {e(view.title)}</title>"
         f"<script>{_ERROR_HOOK}</script><style>{_CSS}</style></head>"
-        f'<body data-ready="0">{body}<script>{_SCRIPT}</script></body></html>\n'
+        '<body data-ready="0">'
+        + _header(view)
+        + _cards(view)
+        + _histogram(view)
+        + _grader_section(view)
+        + _repeat_section(view)
+        + cases_before
+    )
+    out.writelines(_case_rows(view))
+    out.write(
+        cases_after
+        + '<pre id="js-errors" hidden></pre>'
+        + f"<script>{_SCRIPT}</script></body></html>\n"
     )
 
 

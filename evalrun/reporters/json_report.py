@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TextIO
 
 from evalrun.reporters.bundle_view import BundleView, case_problems
+from evalrun.results.models import CaseResult
 from evalrun.results.summary import RUN_KEYS
 
 FORMAT = "evalrun.report/1"
+#: Where ``indent=2`` puts an item of the top-level "failures" list.
+_INDENT = "    "
 
 
-def build(view: BundleView) -> dict[str, Any]:
+def _head(view: BundleView) -> dict[str, Any]:
+    """Everything but the failures, which are written one by one after it."""
     s = view.summary
     run = view.stats
     return {
@@ -20,19 +24,29 @@ def build(view: BundleView) -> dict[str, Any]:
         **run.to_dict(),
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
         "judge_calls": view.judge_stats,
-        "failures": [
-            {
-                "id": case.id,
-                "repeat": case.repeat,
-                "status": case.status,
-                "score": case.score,
-                "problems": case_problems(case),
-            }
-            for case in view.cases
-            if case.status != "passed"
-        ],
     }
 
 
-def render(view: BundleView) -> str:
-    return json.dumps(build(view), indent=2, ensure_ascii=False, default=str) + "\n"
+def _failure(case: CaseResult) -> dict[str, Any]:
+    return {
+        "id": case.id,
+        "repeat": case.repeat,
+        "status": case.status,
+        "score": case.score,
+        "problems": case_problems(case),
+    }
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def write(view: BundleView, out: TextIO) -> None:
+    """The document ``json.dumps(..., indent=2)`` gives, with "failures" streamed last."""
+    head = _dumps({**_head(view), "failures": []})
+    out.write(head.removesuffix("[]\n}") + "[")
+    separator = "\n"
+    for case in view.read_full(c for c in view.stats.results if c.status != "passed"):
+        out.write(separator + _INDENT + _dumps(_failure(case)).replace("\n", "\n" + _INDENT))
+        separator = ",\n"
+    out.write("]\n}\n" if separator == "\n" else "\n  ]\n}\n")

@@ -10,6 +10,7 @@ import re
 import socket
 import xml.etree.ElementTree as ET
 from datetime import datetime, timezone
+from typing import TextIO
 
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
@@ -18,6 +19,9 @@ from evalrun.results.models import CaseResult
 # Characters XML 1.0 cannot carry at all, even escaped.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 OUTPUT_LIMIT = 8000
+_CASES = "evalrun-cases"
+#: Where ``ET.indent`` puts a child of ``<testsuite>``.
+_INDENT = "    "
 
 
 def _clean(value: object) -> str:
@@ -76,7 +80,8 @@ def _testcase(view: BundleView, case: CaseResult, classname: str) -> ET.Element:
     return element
 
 
-def build(view: BundleView) -> ET.Element:
+def _skeleton(view: BundleView) -> ET.Element:
+    """The document with a placeholder where the test cases go."""
     counts = view.stats.counts
     total_time = view.summary.get("duration_s")
     if not isinstance(total_time, (int, float)):
@@ -101,14 +106,21 @@ def build(view: BundleView) -> ET.Element:
     for key in ("target", "judge", "mean_score", "pass_rate", "repeat", "threshold", "exit_code"):
         if s.get(key) is not None:
             ET.SubElement(props, "property", {"name": key, "value": _clean(s[key])})
-    classname = _classname(view)
-    suite.extend(_testcase(view, case, classname) for case in view.cases)
+    ET.SubElement(suite, _CASES)
     ET.SubElement(suite, "system-out").text = ""
     ET.SubElement(suite, "system-err").text = ""
     return root
 
 
-def render(view: BundleView) -> str:
-    root = build(view)
+def write(view: BundleView, out: TextIO) -> None:
+    """The document as ``ET.indent`` lays it out, written one test case at a time."""
+    root = _skeleton(view)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    head, tail = ET.tostring(root, encoding="unicode").split(f"\n{_INDENT}<{_CASES} />")
+    out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + head)
+    classname = _classname(view)
+    for case in view.cases:
+        element = _testcase(view, case, classname)
+        ET.indent(element, level=2)
+        out.write(f"\n{_INDENT}" + ET.tostring(element, encoding="unicode"))
+    out.write(tail + "\n")

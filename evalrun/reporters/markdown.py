@@ -7,8 +7,11 @@ active characters are backslash-escaped, so a grader's reason cannot inject mark
 from __future__ import annotations
 
 import html
+import io
 import re
-from typing import Any
+from collections.abc import Iterable, Iterator
+from itertools import islice
+from typing import Any, TextIO
 
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
@@ -145,21 +148,21 @@ def _repeat_lines(view: BundleView) -> list[str]:
     return lines
 
 
-def _failure_lines(view: BundleView, limit: int | None) -> list[str]:
-    failures = view.failures
-    if not failures:
-        return []
-    lines = [f"## Failures and errors ({len(failures)})", ""]
-    shown = failures if limit is None else failures[:limit]
-    for case in shown:
-        lines.append(
+def _failure_lines(view: BundleView, limit: int | None) -> Iterator[list[str]]:
+    total = view.failure_count
+    if not total:
+        return
+    yield [f"## Failures and errors ({total})", ""]
+    for case in islice(view.failures, limit):
+        yield [
             f"- {fmt.STATUS_ICONS[case.status]} **{text(view.label(case))}**: {case.status}, "
-            f"score {fmt.score(case.score)}"
-        )
-        lines += [f"  - {text(problem)}" for problem in case_problems(case)]
-    if len(shown) < len(failures):
-        lines.append(f"- … and {len(failures) - len(shown)} more (see report.html)")
-    return lines + [""]
+            f"score {fmt.score(case.score)}",
+            *(f"  - {text(problem)}" for problem in case_problems(case)),
+        ]
+    shown = total if limit is None else min(limit, total)
+    if shown < total:
+        yield [f"- … and {total - shown} more (see report.html)"]
+    yield [""]
 
 
 def _grader_detail(grader: GraderResult) -> list[str]:
@@ -219,17 +222,43 @@ def _case_details(view: BundleView, case: CaseResult) -> list[str]:
     return lines + ["</details>", ""]
 
 
-def render(view: BundleView, *, details: bool = True, max_failures: int | None = None) -> str:
+class _Joined:
+    """Writes lines as ``"\n".join(lines).rstrip() + "\n"`` would, without holding them all."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.started = False
+        self.pending = ""
+
+    def add(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.pending += ("\n" if self.started else "") + line
+            self.started = True
+            kept = self.pending.rstrip()
+            self.out.write(kept)
+            self.pending = self.pending[len(kept) :]
+
+    def close(self) -> None:
+        self.out.write("\n")
+
+
+def write(
+    view: BundleView, out: TextIO, *, details: bool = True, max_failures: int | None = None
+) -> None:
     """The whole report; ``details=False`` leaves out the per-case sections (job summaries)."""
-    lines = (
-        _run_lines(view)
-        + _summary_lines(view)
-        + _grader_lines(view)
-        + _repeat_lines(view)
-        + _failure_lines(view, max_failures)
-    )
-    if details and view.cases:
-        lines += ["## Cases", ""]
+    doc = _Joined(out)
+    for section in (_run_lines, _summary_lines, _grader_lines, _repeat_lines):
+        doc.add(section(view))
+    for lines in _failure_lines(view, max_failures):
+        doc.add(lines)
+    if details and view.stats.counts["total"]:
+        doc.add(["## Cases", ""])
         for case in view.cases:
-            lines += _case_details(view, case)
-    return "\n".join(lines).rstrip() + "\n"
+            doc.add(_case_details(view, case))
+    doc.close()
+
+
+def render(view: BundleView, *, details: bool = True, max_failures: int | None = None) -> str:
+    buffer = io.StringIO()
+    write(view, buffer, details=details, max_failures=max_failures)
+    return buffer.getvalue()

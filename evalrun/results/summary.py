@@ -33,6 +33,11 @@ RUN_KEYS = (
 )
 
 
+def result_key(case: CaseResult) -> tuple[str, int]:
+    """What identifies one result line: the case id and the repeat index."""
+    return (str(case.id), int(case.repeat or 0))
+
+
 def latest_results(cases: Iterable[CaseResult]) -> list[CaseResult]:
     """One result per (id, repeat), sorted by id then repeat.
 
@@ -40,7 +45,7 @@ def latest_results(cases: Iterable[CaseResult]) -> list[CaseResult]:
     """
     latest: dict[tuple[str, int], CaseResult] = {}
     for case in cases:
-        latest[(str(case.id), int(case.repeat or 0))] = case
+        latest[result_key(case)] = case
     return [latest[key] for key in sorted(latest)]
 
 

@@ -17,9 +17,9 @@ BUILTIN_SCRIPT_TYPES = (
 
 
 class ToolCall(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="allow")
 
-    tool: str = Field(validation_alias="tool")
+    tool: str
     input: Any = None
     output: Any = None
     id: str | None = None

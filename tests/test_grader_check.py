@@ -1,0 +1,31 @@
+"""`evalrun grader check`: the conformance kit passes a good grader and names a bad one's faults."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from tests.conftest import run_cli
+
+
+def test_builtin_grader_passes_the_check():
+    result = run_cli("grader", "check", "--", sys.executable, "-m", "graders.contextual_precision")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "follows the protocol on all 4 payloads" in result.stdout
+
+
+def test_broken_grader_is_reported(tmp_path):
+    grader = tmp_path / "broken.py"
+    grader.write_text(
+        "import json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        "if data['output'] is None:\n"
+        "    raise RuntimeError('cannot handle a missing output')\n"
+        "print(json.dumps({'score': 2.0}))\n"
+    )
+    wide = {**os.environ, "COLUMNS": "250"}  # one finding per line, unwrapped
+    result = run_cli("grader", "check", "--", sys.executable, str(grader), env=wide)
+    assert result.returncode == 1
+    assert "4 of 4 payloads broke the protocol" in result.stdout
+    assert "between 0 and 1" in result.stdout
+    assert "RuntimeError" in result.stdout

@@ -1,4 +1,4 @@
-"""HTTP clients for the judge proxy (DESIGN.md 5), stdlib only.
+"""HTTP clients for the judge proxy (docs/proxy.md), stdlib only.
 
 They speak HTTP through ``grader_sdk._http`` (a small socket client, imported when the first
 client is made) rather than ``http.client``, whose imports would cost a short grader process

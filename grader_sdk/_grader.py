@@ -1,4 +1,4 @@
-"""The script-grader protocol (DESIGN.md 4): read one JSON payload, write one JSON result.
+"""The script-grader protocol (docs/grader-protocol.md): read one JSON payload, write one JSON result.
 
 Exit codes: 0 graded; 3 abstained (``Abstain`` or the judge could not be used); 1 error (any
 other exception, with the traceback tail on stderr). The grader function may be async.

@@ -1,4 +1,4 @@
-"""Pattern judge: does a response carry out ReAct, CoVe, Reflexion or RAG (DESIGN.md 8)?
+"""Pattern judge: does a response carry out ReAct, CoVe, Reflexion or RAG (docs/judge-graders.md)?
 
 ``config.runs`` judge calls (default 3) each score six universal dimensions 0..5 (PIF, POI, PC,
 CA, SRC, IR), pattern robustness PR 0..1 and three pattern-specific dimensions 0..5. The median

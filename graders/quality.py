@@ -1,4 +1,4 @@
-"""Answer quality: coherence, fluency, relevance, groundedness, similarity (DESIGN.md 8).
+"""Answer quality: coherence, fluency, relevance, groundedness, similarity (docs/judge-graders.md).
 
 One judge call per dimension (sent as one batch). Each judge picks a choice on a 1..5 scale that
 maps to 0, .25, .5, .75, 1; the score is the (weighted) mean of the dimensions whose reply could

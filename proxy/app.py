@@ -1,4 +1,4 @@
-"""The proxy's HTTP app: the grader-facing routes of DESIGN.md 5 over a ``GrantRegistry``.
+"""The proxy's HTTP app: the grader-facing routes of docs/proxy.md over a ``GrantRegistry``.
 
 Every judge call passes through here, so the five routes are served from one raw ASGI layer
 (Host/Origin check, body cap, dispatch, JSON bytes out) in front of FastAPI. FastAPI still

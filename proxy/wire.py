@@ -1,4 +1,4 @@
-"""The proxy's JSON wire format (DESIGN.md 5): camelCase out, camelCase or snake_case in.
+"""The proxy's JSON wire format (docs/proxy.md): camelCase out, camelCase or snake_case in.
 
 These models are the proxy's only edge with graders, so they validate strictly enough to give
 a clear 400 and leniently enough (unknown keys ignored) that AgentV-era clients keep working.

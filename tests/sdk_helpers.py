@@ -231,7 +231,7 @@ def run_node(
 
 
 def payload_for(case: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    """A grader stdin payload (DESIGN.md 4) for an eval-file case dict."""
+    """A grader stdin payload (docs/grader-protocol.md) for an eval-file case dict."""
     inputs = case["input"]
     if isinstance(inputs, str):
         inputs = [{"role": "user", "content": inputs}]

@@ -1,4 +1,4 @@
-"""Turn a finished grader process into a ``GraderResult`` by the rules of DESIGN.md 4.
+"""Turn a finished grader process into a ``GraderResult`` by the rules of docs/grader-protocol.md.
 
 exit 0 + JSON object  -> graded          exit 0 + plain text -> pass, score 1
 exit 3                -> unscored        non-zero + text, empty stderr -> fail, score 0

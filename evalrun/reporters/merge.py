@@ -20,7 +20,7 @@ from evalrun.results.models import CaseResult
 from evalrun.results.summary import latest_results, summarize
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
-#: Exit codes that a merge keeps from any shard, most severe first (DESIGN.md 7).
+#: Exit codes that a merge keeps from any shard, most severe first (docs/results.md).
 _STICKY_EXIT = (130, 3, 2)
 
 

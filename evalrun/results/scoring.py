@@ -1,4 +1,4 @@
-"""How grader results become a case's score and status (DESIGN.md 7)."""
+"""How grader results become a case's score and status (docs/results.md)."""
 
 from __future__ import annotations
 

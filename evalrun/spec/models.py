@@ -1,4 +1,4 @@
-"""The eval-file format (DESIGN.md 3) as pydantic models; ``evalrun schema`` is generated here."""
+"""The eval-file format (docs/eval-files.md) as pydantic models; ``evalrun schema`` is generated here."""
 
 from __future__ import annotations
 

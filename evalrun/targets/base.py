@@ -33,7 +33,7 @@ class CompletionRequest:
 
     ``messages`` are ``{"role": ..., "content": str}`` dicts without the system prompt, which
     travels on its own because several providers want it in a separate field. ``task`` is the
-    optional typed hint of DESIGN.md 5 that non-LLM judges (mock, local) answer from.
+    optional typed hint (docs/proxy.md) that non-LLM judges (mock, local) answer from.
     """
 
     messages: list[dict[str, Any]]

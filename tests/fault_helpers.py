@@ -171,8 +171,10 @@ def write_suite(
 
 
 def recorded_pids(folder: Path) -> list[int]:
-    """Every pid a grader (or its children) wrote as a file name into ``folder``."""
-    return [int(p.name) for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
+    """Every pid a grader (or its children) wrote as a file name (``PID`` or ``PID.UNIQUE``:
+    in a sandbox every grader may be pid 2 of its own namespace) into ``folder``."""
+    names = [p.name.split(".")[0] for p in folder.iterdir()] if folder.is_dir() else []
+    return [int(name) for name in names if name.isdigit()]
 
 
 def running(pid: int) -> bool:
@@ -191,6 +193,31 @@ def left_behind(pids: list[int], grace: float = 5.0) -> list[int]:
     while alive and time.monotonic() < deadline:
         time.sleep(0.05)
         alive = [p for p in alive if running(p)]
+    return alive
+
+
+def working_in(folder: Path, grace: float = 5.0) -> list[int]:
+    """Processes still running after ``grace`` seconds whose working folder is inside
+    ``folder``: graders and their children, seen from the host whether or not they ran in a
+    sandbox (a PID namespace hides their host pids from them, not their folder from us)."""
+    root = str(folder.resolve())
+
+    def scan() -> list[int]:
+        found = []
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                continue
+            if pid != os.getpid() and (cwd == root or cwd.startswith(root + "/")) and running(pid):
+                found.append(pid)
+        return found
+
+    deadline = time.monotonic() + grace
+    alive = scan()
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = scan()
     return alive
 
 

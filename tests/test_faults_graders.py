@@ -159,8 +159,18 @@ def test_misbehaving_graders_each_leave_one_result_and_nothing_running(tmp_path:
     out = tmp_path / "out"
     escaped = None
     try:
+        # Without a sandbox: this pins the launcher's own process-group discipline (pids as the
+        # host sees them); test_sandbox.py covers the same faults inside a sandbox.
         result = run_cli(
-            str(path), "--out", str(out), "--workers", str(len(cases)), cwd=tmp_path, env=cli_env()
+            str(path),
+            "--out",
+            str(out),
+            "--workers",
+            str(len(cases)),
+            "--sandbox",
+            "none",
+            cwd=tmp_path,
+            env=cli_env(),
         )
         escaped_file = tmp_path / "escaped_pid"
         escaped = int(escaped_file.read_text()) if escaped_file.exists() else None

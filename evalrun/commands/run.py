@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import os
 import sys
@@ -13,12 +14,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.models import CaseResult
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.selection import parse_shard
 from evalrun.spec.loader import EvalFileError, eval_json_schema, load_eval
 from evalrun.targets import ConfigError, StoreOptions
 
+SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 MAX_TABLE_ROWS = 40
 _PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
@@ -84,6 +87,9 @@ def run(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No progress and no table; just the exit code and bundle path."
     ),
+    sandbox: SandboxChoice = typer.Option(
+        "auto", "--sandbox", help="Isolate graders (docs/security.md)."
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
     from evalrun.runner.runner import EvalRun
@@ -120,6 +126,7 @@ def run(
                 replay=replay,
             ),
             quiet=quiet,
+            sandbox=sandbox.value,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
@@ -128,6 +135,8 @@ def run(
         raise _fail(str(exc)) from None
     if not run_.cases and options.shard is None:
         raise _fail("no test case matches the --filter selection")
+    if run_.sandbox.notice and not quiet:
+        typer.echo(f"note: {run_.sandbox.notice}", err=True)
     outcome = asyncio.run(run_.run())
     _write_reports(options)
     if not quiet:

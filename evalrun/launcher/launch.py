@@ -15,6 +15,7 @@ from evalrun.launcher.environment import grader_environment
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.process import run_process
 from evalrun.launcher.protocol import interpret
+from evalrun.launcher.sandbox import SandboxPolicy
 from evalrun.results.models import GraderResult, ProxyUsage
 from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
 
@@ -35,6 +36,7 @@ class LaunchContext:
     secret_names: set[str] = field(default_factory=set)
     #: Starts the judge proxy on first use and returns it (``proxy.JudgeProxy``).
     proxy: Callable[[], Awaitable[Any]] | None = None
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
 
 @dataclass
@@ -86,13 +88,12 @@ async def run_grader(
         proxy_token=grant.token if grant else None,
     )
     try:
+        argv = _resolve_argv(grader_argv(spec), ctx.eval_dir)
+        sandbox = ctx.sandbox.for_grader(spec.sandbox)
         outcome = await run_process(
-            _resolve_argv(grader_argv(spec), ctx.eval_dir),
-            payload,
-            cwd=cwd,
-            env=env,
-            timeout=spec.timeout,
+            sandbox.wrap(argv, cwd), payload, cwd=cwd, env=env, timeout=spec.timeout
         )
+        outcome.exit_code = sandbox.exit_status(outcome.exit_code)
     finally:
         if grant is not None and proxy is not None:
             proxy.revoke(grant)

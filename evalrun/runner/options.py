@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalrun.launcher.sandbox import Requested
 from evalrun.targets import StoreOptions
 
 
@@ -33,3 +34,4 @@ class RunOptions:
     stores: StoreOptions = field(default_factory=StoreOptions)
     quiet: bool = False
     report_formats: tuple[str, ...] = ("md", "html", "junit")
+    sandbox: Requested = "auto"

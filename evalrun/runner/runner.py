@@ -13,9 +13,11 @@ import signal
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
+from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.results.bundle import BundleWriter, read_results
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scoring import case_score, case_status
@@ -23,7 +25,7 @@ from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.progress import Progress
 from evalrun.runner.selection import finished_keys, select_cases
 from evalrun.spec.loader import LoadedEval
-from evalrun.spec.models import GraderSpec, TestCase, as_messages
+from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase, as_messages
 from evalrun.targets import (
     CompletionRequest,
     ConfigError,
@@ -56,6 +58,7 @@ class EvalRun:
         self.pool = TargetPool(load_targets(targets_path), options.stores)
         self._check_targets()
         self._check_rubric()
+        self.sandbox = self._sandbox_policy(targets_path)
         self._proxy: Any = None
         self._proxy_lock = asyncio.Lock()
         self._interrupted = False
@@ -96,6 +99,21 @@ class EvalRun:
         except (RubricError, OSError) as exc:
             raise ConfigError(f"{self.loaded.path}: rubric '{rubric}': {exc}") from None
 
+    def _sandbox_policy(self, targets_path: Path | None) -> SandboxPolicy:
+        """Resolved before anything runs, so a level that cannot be had is a config error."""
+        stores = self.options.stores
+        own_files = [self.options.out, stores.cache_dir, stores.record, stores.replay, targets_path]
+        graders = [g for case in self.cases for g in self.graders_for(case)]
+        levels = {g.sandbox for g in graders if g.type not in DETERMINISTIC_TYPES}
+        if not levels:  # nothing runs as a process
+            return SandboxPolicy()
+        try:
+            return resolve_policy(
+                self.options.sandbox, levels, [p for p in own_files if p is not None]
+            )
+        except SandboxUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+
     async def _get_proxy(self) -> Any:
         async with self._proxy_lock:
             if self._proxy is None:
@@ -127,6 +145,7 @@ class EvalRun:
             judge=self.judge_name,
             secret_names=self.pool.secret_env_names(),
             proxy=self._get_proxy,
+            sandbox=self.sandbox,
         )
 
         def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:

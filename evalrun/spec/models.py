@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -87,6 +87,8 @@ class GraderSpec(BaseModel):
     timeout: float = Field(120.0, gt=0)
     cwd: str | None = None
     env: list[str] = Field(default_factory=list)
+    #: overrides the run's ``--sandbox`` for this grader (docs/security.md)
+    sandbox: Literal["auto", "none", "process", "strict"] | None = None
     # deterministic graders
     value: Any = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")

@@ -12,6 +12,7 @@ import contextlib
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from types import TracebackType
 
 import uvicorn
@@ -44,6 +45,18 @@ def _loopback(host: str) -> str:
     return str(address)
 
 
+def _unix_listener(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        sock.listen(512)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 class JudgeProxy:
     def __init__(
         self,
@@ -54,8 +67,12 @@ class JudgeProxy:
         host: str = "127.0.0.1",
         max_body_bytes: int = 1_000_000,
         shutdown_timeout: float = 5.0,
+        unix_socket: Path | None = None,
     ) -> None:
+        """``unix_socket``: also listen there, for graders in a network namespace of their own
+        (the ``strict`` sandbox, docs/security.md); the path's folder should be private."""
         self.host = _loopback(host)
+        self.unix_socket = unix_socket
         self.target_names = list(target_names)
         self.registry = GrantRegistry(secrets)
         self.app = create_app(
@@ -94,6 +111,9 @@ class JudgeProxy:
             raise
         self._socket = sock
         self.port = sock.getsockname()[1]
+        sockets = [sock]
+        if self.unix_socket is not None:
+            sockets.append(_unix_listener(self.unix_socket))
         config = uvicorn.Config(
             self.app,
             # h11 caps request headers (16 KiB); uvicorn's httptools parser buffers them unbounded.
@@ -110,7 +130,7 @@ class JudgeProxy:
         )
         self._server = _Server(config)
         self.registry.closing = False
-        self._task = asyncio.create_task(self._server.serve(sockets=[sock]), name="judge-proxy")
+        self._task = asyncio.create_task(self._server.serve(sockets=sockets), name="judge-proxy")
         while not self._server.started:
             if self._task.done():
                 self._task.result()
@@ -158,6 +178,8 @@ class JudgeProxy:
         finally:
             if sock is not None:
                 sock.close()
+            if self.unix_socket is not None:
+                self.unix_socket.unlink(missing_ok=True)
 
     async def __aenter__(self) -> JudgeProxy:
         await self.start()

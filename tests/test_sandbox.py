@@ -5,10 +5,13 @@ here so the difference stays visible). Honest graders score the same in every mo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import socket
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,16 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the threat model is a
 needs_bwrap = pytest.mark.skipif(why_unavailable() is not None, reason=str(why_unavailable()))
 
 
-def _hostile_run(tmp_path: Path, *extra: str, grader_sandbox: str | None = None) -> dict:
+@contextlib.contextmanager
+def _listener() -> Iterator[str]:
+    """A loopback server that is not the proxy (accepts and forgets connections)."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def _hostile_run(
+    tmp_path: Path, *extra: str, grader_sandbox: str | None = None, connect: str | None = None
+) -> dict:
     """Run the hostile grader beside a bystander; returns what it reached and what escaped."""
     sync = tmp_path / "sync"
     sync.mkdir()
@@ -47,6 +59,7 @@ def _hostile_run(tmp_path: Path, *extra: str, grader_sandbox: str | None = None)
             "sync": str(sync),
             "read": [str(cache), str(cassette), str(out), str(tmp_path / "targets.yaml")],
             "write": [str(p) for p in outside],
+            "connect": [connect] if connect else [],
         },
     }
     if grader_sandbox:
@@ -103,8 +116,11 @@ def test_default_settings_hide_evalrun_other_graders_and_evalruns_files(tmp_path
 
 @needs_root
 @needs_bwrap
-def test_strict_also_keeps_the_file_system_read_only(tmp_path: Path) -> None:
-    seen = _hostile_run(tmp_path, "--sandbox", "strict")
+def test_strict_also_keeps_the_file_system_read_only_and_the_network_closed(
+    tmp_path: Path,
+) -> None:
+    with _listener() as address:
+        seen = _hostile_run(tmp_path, "--sandbox", "strict", connect=address)
     assert seen == {"reached": [], "proxy": True, "escaped": []}
     assert (tmp_path / "sync" / "hostile-done").exists()  # its own folder stays writable
 
@@ -112,8 +128,10 @@ def test_strict_also_keeps_the_file_system_read_only(tmp_path: Path) -> None:
 @needs_root
 def test_without_a_sandbox_a_root_grader_reaches_everything(tmp_path: Path) -> None:
     """Pins today's behaviour of ``sandbox: none`` (set on the grader itself)."""
-    seen = _hostile_run(tmp_path, grader_sandbox="none")
+    with _listener() as address:
+        seen = _hostile_run(tmp_path, grader_sandbox="none", connect=address)
     reached = " | ".join(seen["reached"])
+    assert f"connected to {address}" in reached
     assert "provider key in /proc/" in reached
     assert "another grader's token" in reached
     assert "evalrun's cmdline" in reached

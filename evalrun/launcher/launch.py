@@ -15,7 +15,7 @@ from evalrun.launcher.environment import grader_environment
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.process import run_process
 from evalrun.launcher.protocol import interpret
-from evalrun.launcher.sandbox import SandboxPolicy
+from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.results.models import GraderResult, ProxyUsage
 from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
 
@@ -90,8 +90,11 @@ async def run_grader(
     try:
         argv = _resolve_argv(grader_argv(spec), ctx.eval_dir)
         sandbox = ctx.sandbox.for_grader(spec.sandbox)
+        route = None
+        if proxy is not None and proxy.unix_socket is not None:
+            route = ProxyRoute(proxy.port, proxy.unix_socket)
         outcome = await run_process(
-            sandbox.wrap(argv, cwd), payload, cwd=cwd, env=env, timeout=spec.timeout
+            sandbox.wrap(argv, cwd, route), payload, cwd=cwd, env=env, timeout=spec.timeout
         )
         outcome.exit_code = sandbox.exit_status(outcome.exit_code)
     finally:

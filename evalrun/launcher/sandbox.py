@@ -7,7 +7,8 @@ files. The levels and what each one hides are in docs/security.md ("Grader sandb
   visible), all capabilities dropped (so even root cannot unmount a mask), evalrun's own files
   masked; the rest of the file system and the network as the user has them.
 - ``strict``: ``process`` plus a read-only file system, except the grader's working folder and a
-  private ``/tmp``.
+  private ``/tmp``, and a network namespace of its own where only the judge proxy is reachable
+  (``netrelay.py`` carries its loopback port to the proxy's Unix socket).
 - ``auto`` (the default): ``process`` where bubblewrap can create namespaces, else ``none``.
 
 Signals still reach the grader: bwrap stays in the grader's process group, so the launcher's
@@ -19,6 +20,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +29,18 @@ from typing import Literal
 Level = Literal["none", "process", "strict"]
 Requested = Literal["auto", "none", "process", "strict"]
 LEVELS: tuple[Requested, ...] = ("auto", "none", "process", "strict")
+
+
+_RELAY = Path(__file__).with_name("netrelay.py")
+
+
+@dataclass(frozen=True)
+class ProxyRoute:
+    """Where a network-isolated grader's proxy calls go: the TCP port it was told and the
+    proxy's Unix socket, which crosses network namespaces."""
+
+    port: int
+    socket_path: Path
 
 
 class SandboxUnavailable(Exception):
@@ -61,14 +75,20 @@ class Sandbox:
     level: Level
     masked: tuple[Path, ...] = ()
 
-    def wrap(self, argv: Sequence[str], cwd: Path) -> list[str]:
+    def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
         if self.level == "none" or shutil.which(argv[0]) is None:
             # A program that cannot be found is left for the launcher to report as usual.
             return list(argv)
         bwrap = shutil.which("bwrap") or "bwrap"
+        command = list(argv)
         if self.level == "strict":
             base = ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp"]
-            base += ["--bind", str(cwd), str(cwd)]
+            base += ["--bind", str(cwd), str(cwd), "--unshare-net"]
+            if proxy is not None:
+                folder = str(proxy.socket_path.parent)
+                base += ["--bind", folder, folder]
+                relay = [sys.executable, "-I", "-S", str(_RELAY), str(proxy.port)]
+                command = [*relay, str(proxy.socket_path), "--", *argv]
         else:
             base = ["--dev-bind", "/", "/"]
         args = [bwrap, *_namespace_args(), *base, "--proc", "/proc"]
@@ -77,7 +97,7 @@ class Sandbox:
                 args += ["--tmpfs", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
-        return [*args, "--chdir", str(cwd), "--", *argv]
+        return [*args, "--chdir", str(cwd), "--", *command]
 
     def exit_status(self, code: int | None) -> int | None:
         """bwrap reports a grader killed by signal N as exit 128+N; give the signal back."""
@@ -93,6 +113,8 @@ class SandboxPolicy:
     default: Level = "none"
     masked: tuple[Path, ...] = ()
     notice: str | None = None
+    #: some grader runs ``strict``: the proxy also listens on a Unix socket for it
+    isolates_network: bool = False
 
     def for_grader(self, requested: Requested | None) -> Sandbox:
         if requested is None or requested == "auto":
@@ -117,4 +139,5 @@ def resolve_policy(
             notice = f"graders run without a sandbox: {reason} (see docs/security.md)"
     else:
         default = run_level
-    return SandboxPolicy(default=default, masked=masks, notice=notice)
+    strict = default == "strict" or "strict" in explicit
+    return SandboxPolicy(default=default, masked=masks, notice=notice, isolates_network=strict)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import signal
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -60,6 +62,7 @@ class EvalRun:
         self._check_rubric()
         self.sandbox = self._sandbox_policy(targets_path)
         self._proxy: Any = None
+        self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
         self._interrupted = False
         self._tasks: set[asyncio.Task[None]] = set()
@@ -120,7 +123,13 @@ class EvalRun:
                 from proxy import JudgeProxy
 
                 secrets = [s for t in self.pool.file.targets if (s := _secret_of(t))]
-                proxy = JudgeProxy(self.pool.get, self.pool.names, secrets=secrets)
+                unix_socket = None
+                if self.sandbox.isolates_network:  # strict graders reach it through this
+                    self._proxy_dir = Path(tempfile.mkdtemp(prefix="evalrun-proxy-"))
+                    unix_socket = self._proxy_dir / "proxy.sock"
+                proxy = JudgeProxy(
+                    self.pool.get, self.pool.names, secrets=secrets, unix_socket=unix_socket
+                )
                 await proxy.start()
                 self._proxy = proxy
             return self._proxy
@@ -187,6 +196,8 @@ class EvalRun:
             progress.close()
             if self._proxy is not None:
                 await self._proxy.stop()
+            if self._proxy_dir is not None:
+                shutil.rmtree(self._proxy_dir, ignore_errors=True)
             await self.pool.aclose()
         summary = self._summary(results, started_at, time.monotonic() - t0)
         exit_code = self._exit_code(summary)

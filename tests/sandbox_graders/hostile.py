@@ -9,6 +9,7 @@ checks that its own proxy token works. ``details.reached`` lists what it could r
 
 import json
 import os
+import socket
 import sys
 import time
 import urllib.request
@@ -52,6 +53,14 @@ for path in config.get("read", []):
             with open(path, "rb") as f:
                 if f.read():
                     reached.append(f"read {path}")
+    except OSError:
+        pass
+
+for address in config.get("connect", []):  # a server beside evalrun, not the proxy
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        reached.append(f"connected to {address}")
     except OSError:
         pass
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import read_bundle, run_cli
+from tests.fault_helpers import working_in
 
 TARGETS = """
 targets:
@@ -198,13 +199,13 @@ def test_ctrl_c_kills_graders_writes_incomplete_summary_and_exits_130(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     grader = f"""
-    import json, os, sys, time
+    import json, os, sys, time, uuid
     data = json.load(sys.stdin)
     child = os.fork()
     if child == 0:
         time.sleep(120)
         os._exit(0)
-    open(os.path.join({str(pids)!r}, str(os.getpid())), "w").write(str(child))
+    open(os.path.join({str(pids)!r}, f"{{os.getpid()}}.{{uuid.uuid4().hex}}"), "w").write(str(child))
     if data["case_id"] == "given":
         print(json.dumps({{"score": 1.0}}))
         sys.exit(0)
@@ -232,25 +233,7 @@ def test_ctrl_c_kills_graders_writes_incomplete_summary_and_exits_130(tmp_path):
     assert by_id["france"]["status"] == "error" and "interrupted" in by_id["france"]["error"]
     assert summary["interrupted"] is True and summary["complete"] is False
     assert "interrupted" in stdout
-    leftover = []
-    for pidfile in pids.iterdir():
-        for pid in (int(pidfile.name), int(pidfile.read_text())):
-            if _alive(pid):
-                leftover.append(pid)
-    assert leftover == []
-
-
-def _alive(pid: int) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().split(")")[-1].split()[0] == "Z":
-                    return False
-        except FileNotFoundError:
-            return False
-        time.sleep(0.05)
-    return True
+    assert working_in(tmp_path) == []  # graders and their children, sandboxed or not
 
 
 def test_unknown_rubric_is_a_configuration_error_before_the_run(tmp_path):

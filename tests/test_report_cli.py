@@ -44,22 +44,25 @@ def test_report_renders_each_format(cli: typer.Typer, tmp_path: Path) -> None:
     code, out = invoke(cli, "report", run, "--format", "json", "--out", "-")
     assert code == 0 and json.loads(out)["counts"]["total"] == 7
     target = tmp_path / "elsewhere" / "r.md"
-    code, _ = invoke(cli, "report", run, "-f", "md", "--out", target)
+    code, _ = invoke(cli, "report", run, "--format", "md", "--out", target)
     assert code == 0 and target.read_text().startswith("# Eval report")
 
 
 def test_report_usage_errors(cli: typer.Typer, tmp_path: Path) -> None:
     run = write_bundle(tmp_path / "run", mixed_cases())
     assert invoke(cli, "report", run, "--format", "pdf")[0] == 2
-    assert invoke(cli, "report", run, "-f", "md", "-f", "html", "--out", tmp_path / "x")[0] == 2
+    assert (
+        invoke(cli, "report", run, "--format", "md", "--format", "html", "--out", tmp_path / "x")[0]
+        == 2
+    )
     assert invoke(cli, "report", tmp_path / "missing")[0] == 2
 
 
 def test_report_unstable_bound_is_settable(cli: typer.Typer, tmp_path: Path) -> None:
     run = write_bundle(tmp_path / "rep", random_cases(["a", "b", "c"], repeats=4))
-    tight = json.loads(invoke(cli, "report", run, "-f", "json", "-o", "-")[1])
+    tight = json.loads(invoke(cli, "report", run, "--format", "json", "-o", "-")[1])
     loose = json.loads(
-        invoke(cli, "report", run, "-f", "json", "-o", "-", "--unstable-bound", "1")[1]
+        invoke(cli, "report", run, "--format", "json", "-o", "-", "--unstable-bound", "1")[1]
     )
     assert tight["repeat_stats"]["unstable_bound"] == 0.15
     assert loose["repeat_stats"]["unstable"] == []

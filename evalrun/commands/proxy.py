@@ -64,16 +64,22 @@ async def _serve(pool: TargetPool, target: str, max_calls: int, allow: list[str]
 
 
 def proxy_command(
-    target: str = typer.Option(..., "--target", "-t", help="Default judge target of the grant."),
+    target: str = typer.Option(
+        ..., "--target", "-t", metavar="NAME", help="Default judge target of the grant."
+    ),
     max_calls: int = typer.Option(100, "--max-calls", min=0, help="Call budget of the grant."),
     targets: Path | None = typer.Option(
         None,
         "--targets",
+        metavar="FILE",
         help="targets.yaml to use (default: .evalrun/targets.yaml upward).",
         dir_okay=False,
     ),
     allow: list[str] = typer.Option(
-        [], "--allow", help="Targets the grant may use besides --target (repeatable; default: all)."
+        [],
+        "--allow",
+        metavar="NAME",
+        help="Targets the grant may use besides --target (repeatable; default: all).",
     ),
 ) -> None:
     """Serve a loopback judge proxy with one grant until Ctrl-C; print its URL and token."""

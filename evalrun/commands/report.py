@@ -22,7 +22,10 @@ def _fail(message: str) -> typer.Exit:
 def report(
     run_dir: Path = typer.Argument(..., help="A run bundle folder."),
     formats: list[str] = typer.Option(
-        [], "--format", "-f", help="md, html, junit or json (repeatable; default md+html+junit)."
+        [],
+        "--format",
+        metavar="|".join(FORMAT_NAMES),
+        help="md, html, junit or json (repeatable; default md+html+junit).",
     ),
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write here instead of the bundle ('-' = stdout; one format)."

@@ -13,7 +13,10 @@ from evalrun.rubric import RubricError, list_rubrics, load_rubric
 rubrics_app = typer.Typer(help="Weighted rubrics (see docs/rubrics.md).", no_args_is_help=True)
 
 RubricsDir = Annotated[
-    Path | None, typer.Option("--rubrics", help="Folder searched before ./rubrics and the bundle.")
+    Path | None,
+    typer.Option(
+        "--rubrics", metavar="DIR", help="Folder searched before ./rubrics and the bundle."
+    ),
 ]
 
 
@@ -45,7 +48,12 @@ def list_command(
 
 
 @rubrics_app.command("show")
-def show_command(name: str, rubrics: RubricsDir = None) -> None:
+def show_command(
+    name: Annotated[
+        str, typer.Argument(help="Rubric name (see `evalrun rubrics list`) or a YAML path.")
+    ],
+    rubrics: RubricsDir = None,
+) -> None:
     """The criteria of one rubric: weight, range, description."""
     try:
         rubric = load_rubric(name, rubrics_dir=rubrics)

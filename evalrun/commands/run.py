@@ -35,54 +35,87 @@ def _fail(message: str) -> typer.Exit:
 def run(
     file: Path = typer.Argument(..., help="The eval file (YAML or JSON)."),
     target: str | None = typer.Option(
-        None, "--target", "-t", help="Target that answers the cases (overrides the file)."
+        None,
+        "--target",
+        "-t",
+        metavar="NAME",
+        help="Target that answers the cases (overrides the file).",
     ),
     judge: str | None = typer.Option(
         None,
         "--judge",
+        metavar="NAME",
         help="Target the graders' judge calls go to (default: the file's judge, else the target).",
     ),
     targets: Path | None = typer.Option(
         None,
         "--targets",
+        metavar="FILE",
+        dir_okay=False,
         help="targets.yaml to use (default: beside the eval file, then .evalrun/targets.yaml upward).",
     ),
-    workers: int = typer.Option(4, "--workers", "-w", min=1, help="Cases in flight at once."),
+    workers: int = typer.Option(
+        4, "--workers", "-w", min=1, metavar="N", help="Cases in flight at once."
+    ),
     filter_: list[str] = typer.Option(
-        [], "--filter", "-f", help="Only case ids matching this glob (repeatable)."
+        [], "--filter", "-f", metavar="GLOB", help="Only case ids matching this glob (repeatable)."
     ),
     out: Path | None = typer.Option(
-        None, "--out", "-o", help="Run bundle folder (default: .evalrun/runs/<time>-<eval>)."
+        None,
+        "--out",
+        "-o",
+        metavar="DIR",
+        help="Run bundle folder (default: .evalrun/runs/<time>-<eval>).",
     ),
-    repeat: int = typer.Option(1, "--repeat", min=1, help="Grade each case N times."),
+    repeat: int = typer.Option(1, "--repeat", min=1, metavar="N", help="Grade each case N times."),
     threshold: float | None = typer.Option(
-        None, "--threshold", help="Fail (exit 1) when the suite's mean score is below this."
+        None,
+        "--threshold",
+        metavar="SCORE",
+        help="Fail (exit 1) when the suite's mean score is below this.",
     ),
     max_errors: int = typer.Option(
-        0, "--max-errors", min=0, help="Errors and unscored cases tolerated before exit 3."
+        0,
+        "--max-errors",
+        min=0,
+        metavar="N",
+        help="Errors and unscored cases tolerated before exit 3.",
     ),
     shard: str | None = typer.Option(
         None,
         "--shard",
+        metavar="I/N",
         help="Run only slice i of n (e.g. 2/4), chosen by a stable hash of the case id.",
     ),
     resume: Path | None = typer.Option(
-        None, "--resume", help="Continue the run bundle in this folder, skipping finished cases."
+        None,
+        "--resume",
+        metavar="DIR",
+        help="Continue the run bundle in this folder, skipping finished cases.",
     ),
     rerun_failed: Path | None = typer.Option(
-        None, "--rerun-failed", help="Run only the cases that failed or errored in this run bundle."
+        None,
+        "--rerun-failed",
+        metavar="DIR",
+        help="Run only the cases that failed or errored in this run bundle.",
     ),
     no_cache: bool = typer.Option(
         False, "--no-cache", help="Do not read or write the response cache."
     ),
     cache_dir: Path = typer.Option(
-        Path(".evalrun/cache"), "--cache-dir", help="Where the response cache lives."
+        Path(".evalrun/cache"), "--cache-dir", metavar="DIR", help="Where the response cache lives."
     ),
     record: Path | None = typer.Option(
-        None, "--record", help="Write every target and judge call to this cassette (JSONL)."
+        None,
+        "--record",
+        metavar="FILE",
+        help="Write every target and judge call to this cassette (JSONL).",
     ),
     replay: Path | None = typer.Option(
-        None, "--replay", help="Serve every call from this cassette; fail on a miss."
+        None,
+        "--replay",
+        metavar="FILE",
+        help="Serve every call from this cassette; fail on a miss.",
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="No progress and no table; just the exit code and bundle path."

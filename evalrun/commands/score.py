@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -9,6 +10,13 @@ from typing import Annotated, Any
 import typer
 
 from evalrun.rubric import MissingPolicy, Rubric, RubricError, load_rubric, score
+
+
+class Missing(str, enum.Enum):
+    """What a criterion with no metric counts as."""
+
+    skip = "skip"
+    zero = "zero"
 
 
 class InputError(Exception):
@@ -102,22 +110,22 @@ def _print_report(report: dict[str, Any]) -> None:
 
 def score_command(
     results: Annotated[Path, typer.Argument(help="JSON list, {'results': [...]}, or JSONL.")],
-    rubric: Annotated[str, typer.Option("--rubric", "-r", help="Rubric name or YAML path.")],
+    rubric: Annotated[
+        str, typer.Option("--rubric", "-r", metavar="NAME", help="Rubric name or YAML path.")
+    ],
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 1 if the mean is below this.")
     ] = None,
     rubrics: Annotated[
-        Path | None, typer.Option("--rubrics", help="Folder searched first for rubric names.")
+        Path | None,
+        typer.Option("--rubrics", metavar="DIR", help="Folder searched first for rubric names."),
     ] = None,
     missing: Annotated[
-        str, typer.Option("--missing", help="skip: leave missing criteria out; zero: count 0.")
-    ] = "skip",
+        Missing, typer.Option("--missing", help="skip: leave missing criteria out; zero: count 0.")
+    ] = Missing.skip,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Score precomputed metrics with a weighted rubric (no LLM calls)."""
-    if missing not in ("skip", "zero"):
-        typer.echo("error: --missing must be 'skip' or 'zero'", err=True)
-        raise typer.Exit(2)
     try:
         loaded = load_rubric(rubric, rubrics_dir=rubrics)
         items = read_results(results)
@@ -127,7 +135,7 @@ def score_command(
     if not items:
         typer.echo(f"error: {results}: no results to score", err=True)
         raise typer.Exit(2)
-    report = score_results(loaded, items, missing)  # type: ignore[arg-type]
+    report = score_results(loaded, items, missing.value)  # type: ignore[arg-type]
     if report["scored"] == 0:
         names = ", ".join(c.name for c in loaded.criteria)
         typer.echo(

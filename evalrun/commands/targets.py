@@ -25,6 +25,7 @@ from evalrun.yamlsource import SourceError
 TargetsOption = typer.Option(
     None,
     "--targets",
+    metavar="FILE",
     help="targets.yaml to use (default: .evalrun/targets.yaml upward from here).",
     dir_okay=False,
 )
@@ -69,7 +70,7 @@ def list_targets(targets: Path | None = TargetsOption) -> None:
 def check_target(
     name: str = typer.Argument(..., help="Target name from targets.yaml."),
     targets: Path | None = TargetsOption,
-    prompt: str = typer.Option(PROBE, "--prompt", help="What to send."),
+    prompt: str = typer.Option(PROBE, "--prompt", metavar="TEXT", help="What to send."),
     retries: int = typer.Option(0, "--retries", min=0, help="Retries on retryable errors."),
 ) -> None:
     """Send one tiny request to a target; print latency, tokens and the start of the reply.

@@ -44,15 +44,60 @@ def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{name}:{mark.line + 1}" if mark else name
-        raise SourceError(f"{where}: invalid YAML: {exc.problem or exc}") from None
+        raise SourceError(yaml_error_message(name, exc)) from None
     except yaml.YAMLError as exc:
         raise SourceError(f"{name}: invalid YAML: {exc}") from None
     lines: LineMap = {}
     if root is None:
         return None, lines
     return _walk(root, (), lines), lines
+
+
+#: (what PyYAML says, what to do about it); the first matching entry gives the hint.
+_YAML_HINTS: tuple[tuple[str, str], ...] = (
+    ("'\\t'", "YAML indents with spaces only: replace the tab with spaces"),
+    (
+        "but got '<stream end>'",
+        "the [ or { opened at {context} is never closed",
+    ),
+    (
+        "expected ',' or '",
+        "inside { } or [ ], quote a value that contains ':', '?', ',' or '#' "
+        "(e.g. {a: 'is it?'}), or write the mapping as indented lines",
+    ),
+    (
+        "mapping values are not allowed here",
+        "a ': ' inside an unquoted value: quote the value (input: 'Answer: yes'), "
+        "or check this line's indentation against the line above",
+    ),
+    ("mapping keys are not allowed here", "quote a value that contains '? ' ('is it? yes')"),
+    ("but found '?'", "a '?' at the start of a value or line makes a complex key: quote the text"),
+    (
+        "expected <block end>",
+        "this line is indented differently from the lines above it: align it with its siblings",
+    ),
+    ("did not find expected key", "check the indentation, or quote a value with ':' in it"),
+    ("did not find expected '-' indicator", "list items need the same indentation and a '- '"),
+    ("while scanning an alias", "'*' starts an alias: quote a value that begins with '*'"),
+    ("while scanning an anchor", "'&' starts an anchor: quote a value that begins with '&'"),
+    ("undefined alias", "'*' starts an alias: quote a value that begins with '*'"),
+    ("cannot start any token", "a value cannot begin with this character: quote the value"),
+    ("while scanning a quoted scalar", "the quote opened at {context} is never closed"),
+)
+
+
+def yaml_error_message(name: str, exc: yaml.MarkedYAMLError) -> str:
+    """``file:line:column: invalid YAML: <problem>; <hint>`` (docs/eval-files.md)."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+    problem = exc.problem or str(exc)
+    text = f"{problem} ({exc.context})" if exc.context else problem
+    context = exc.context_mark
+    opened = f"line {context.line + 1}, column {context.column + 1}" if context else "?"
+    for needle, hint in _YAML_HINTS:
+        if needle in text:
+            return f"{where}: invalid YAML: {problem}; {hint.replace('{context}', opened)}"
+    return f"{where}: invalid YAML: {problem}"
 
 
 def load_yaml_with_lines(path: Path) -> tuple[Any, LineMap]:
@@ -110,8 +155,11 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return out or "(top level)"
 
 
-def validation_error_message(path: Path | str, exc: Exception, lines: LineMap) -> str:
-    """Render a pydantic ValidationError as ``file:line: key: message`` lines."""
+def validation_error_message(
+    path: Path | str, exc: Exception, lines: LineMap, model: Any = None
+) -> str:
+    """Render a pydantic ValidationError as ``file:line: key: message`` lines; given the
+    model, an unknown key gets a "did you mean" naming the closest known one."""
     errors = getattr(exc, "errors", None)
     if errors is None:
         return f"{path}: {exc}"
@@ -123,8 +171,43 @@ def validation_error_message(path: Path | str, exc: Exception, lines: LineMap) -
         loc = tuple(p for p in err["loc"] if not _is_union_tag(p))
         line = line_for(lines, loc)
         where = f"{path}:{line}" if line else str(path)
-        out.append(f"{where}: {format_loc(loc)}: {err['msg']}")
+        message = err["msg"]
+        if err["type"] == "extra_forbidden" and loc:
+            message += f": unknown key '{loc[-1]}'"
+            if model is not None:
+                message += _suggest_key(model, loc)
+        out.append(f"{where}: {format_loc(loc)}: {message}")
     return "\n".join(dict.fromkeys(out))
+
+
+def _suggest_key(model: Any, loc: tuple[Any, ...]) -> str:
+    """Walk the model along ``loc`` to the mapping that holds the unknown key."""
+    import typing
+
+    from pydantic import BaseModel
+
+    from evalrun.suggest import did_you_mean
+
+    current = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = getattr(current, "model_fields", {}).get(part)
+        if field is None:
+            return ""
+        candidates = [field.annotation]
+        current = None
+        while candidates:
+            annotation = candidates.pop()
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                current = annotation
+                break
+            candidates += list(typing.get_args(annotation))
+        if current is None:
+            return ""
+    fields = getattr(current, "model_fields", {})
+    names = [field.alias or name for name, field in fields.items()]
+    return did_you_mean(str(loc[-1]), names)
 
 
 def _is_union_tag(part: Any) -> bool:

@@ -183,16 +183,6 @@ class EvalFile(BaseModel):
     tests: list[TestCase] | str
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _unique_ids(self) -> EvalFile:
-        if isinstance(self.tests, list):
-            seen: set[str] = set()
-            for case in self.tests:
-                if case.id in seen:
-                    raise ValueError(f"duplicate test id '{case.id}'")
-                seen.add(case.id)
-        return self
-
 
 def as_messages(value: Conversation | None, role: str) -> list[Message]:
     if value is None:

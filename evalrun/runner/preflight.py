@@ -1,0 +1,227 @@
+"""Every check a run can make without the network, made before anything starts.
+
+``evalrun validate`` and ``evalrun run`` share these checks (docs/eval-files.md), so a file that
+validates does not trip on them later: each problem is one ``file:line: key: message`` line
+(a command-line option stands in for the file when it supplied the value), and all of them are
+reported at once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalrun.launcher.launch import needs_judge
+from evalrun.spec.loader import LoadedEval
+from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
+from evalrun.suggest import closest, did_you_mean
+from evalrun.targets import (
+    ConfigError,
+    TargetsFile,
+    TargetsLookup,
+    UnknownTarget,
+    missing_extra,
+)
+
+#: Programs people usually start graders with; a misspelt one gets "did you mean".
+USUAL_PROGRAMS = ("python", "python3", "node", "bun", "deno", "bash", "sh", "npx", "uv", "ruby")
+#: Arguments with these endings are scripts the grader needs; they must exist.
+SCRIPT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".mts", ".sh", ".rb", ".pl", ".php")
+
+
+class PreflightError(ConfigError):
+    """The run cannot start; ``problems`` lists every reason (one line each)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A target name and where it was asked for (``--target`` or ``file:line: key``)."""
+
+    name: str
+    where: str
+
+
+def check_eval(
+    loaded: LoadedEval,
+    *,
+    cases: list[TestCase],
+    targets: TargetsFile,
+    lookup: TargetsLookup,
+    target: str | None = None,
+    judge: str | None = None,
+    replay: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Problems the run would trip on: unknown targets, unset keys, missing extras, grader
+    programs or scripts that are not there, a rubric that cannot be found."""
+    env = os.environ if env is None else env
+    problems = _check_targets(loaded, cases, targets, lookup, target, judge, replay, env)
+    problems += _check_graders(loaded, cases, env)
+    problems += _check_rubric(loaded)
+    return list(dict.fromkeys(problems))
+
+
+def _graders(loaded: LoadedEval, cases: list[TestCase]) -> list[tuple[tuple[Any, ...], GraderSpec]]:
+    """Each grader once, with its key path; suite graders first."""
+    out: list[tuple[tuple[Any, ...], GraderSpec]] = [
+        (("graders", i), g) for i, g in enumerate(loaded.spec.graders)
+    ]
+    index = {id(case): i for i, case in enumerate(loaded.tests)}
+    for case in cases:
+        i = index.get(id(case), 0)
+        out += [(("tests", i, "graders", j), g) for j, g in enumerate(case.graders)]
+    return out
+
+
+def _check_targets(
+    loaded: LoadedEval,
+    cases: list[TestCase],
+    targets: TargetsFile,
+    lookup: TargetsLookup,
+    target: str | None,
+    judge: str | None,
+    replay: bool,
+    env: Mapping[str, str],
+) -> list[str]:
+    spec = loaded.spec
+    answerer = (
+        _Use(target, "--target")
+        if target
+        else _Use(spec.target, loaded.where(("target",)))
+        if spec.target
+        else None
+    )
+    uses: list[_Use] = []
+    problems: list[str] = []
+    configured = ", ".join(targets.names)
+    if any(case.output is None for case in cases):
+        if answerer is None:
+            problems.append(
+                f"{loaded.path}: target: no target to answer the cases: set 'target:' in the "
+                f"eval file or pass --target (configured: {configured})"
+            )
+        else:
+            uses.append(answerer)
+    graders = _graders(loaded, cases)
+    if any(needs_judge(g) for _, g in graders):
+        chosen = (
+            _Use(judge, "--judge")
+            if judge
+            else _Use(spec.judge, loaded.where(("judge",)))
+            if spec.judge
+            else answerer
+        )
+        if chosen is None:
+            problems.append(
+                f"{loaded.path}: judge: graders need a judge: set 'judge:' or 'target:' in the "
+                f"eval file or pass --judge (configured: {configured})"
+            )
+        else:
+            uses.append(chosen)
+    for loc, grader in graders:
+        access = grader.access
+        for k, name in enumerate((access.allow or []) if access else []):
+            uses.append(_Use(name, loaded.where((*loc, "target", "allow", k))))
+    checked: set[str] = set()
+    unknown = False
+    for use in uses:
+        if use.name in checked:
+            continue
+        checked.add(use.name)
+        try:
+            problem = _target_problem(use.name, targets, replay, env)
+        except UnknownTarget as exc:
+            problem, unknown = str(exc), True
+        if problem:
+            problems.append(f"{use.where}: {problem}")
+    if unknown:  # say once which targets file was read, or where none was found
+        problems.append(f"{loaded.path}: targets: {lookup.describe()}")
+    return problems
+
+
+def _target_problem(
+    name: str, targets: TargetsFile, replay: bool, env: Mapping[str, str]
+) -> str | None:
+    config = targets.get(name)
+    if replay:
+        return None  # a replayed run makes no live call: no key, no model
+    try:
+        config.resolve_secret(env)
+    except ConfigError as exc:
+        return str(exc)
+    return missing_extra(config)
+
+
+def _check_graders(loaded: LoadedEval, cases: list[TestCase], env: Mapping[str, str]) -> list[str]:
+    problems = []
+    for loc, grader in _graders(loaded, cases):
+        if grader.type in DETERMINISTIC_TYPES or grader.type != "script":
+            continue  # built-in graders run as `python -m graders.NAME`, always there
+        folder = loaded.folder / grader.cwd if grader.cwd else loaded.folder
+        if grader.cwd and not folder.is_dir():
+            problems.append(f"{loaded.where((*loc, 'cwd'))}: folder not found: {folder}")
+            continue
+        argv = grader.argv
+        where = loaded.where((*loc, "command"))
+        program = _program_problem(argv[0], loaded.folder, folder, env)
+        if program:
+            problems.append(f"{where}: {program}")
+        for part in argv[1:]:
+            script = _script_problem(part, loaded.folder, folder)
+            if script:
+                problems.append(f"{where}: {script}")
+    return problems
+
+
+def _program_problem(program: str, eval_dir: Path, cwd: Path, env: Mapping[str, str]) -> str | None:
+    if "/" in program:
+        if _exists(program, eval_dir, cwd):
+            return None
+        return f"program '{program}' not found in the eval file's folder ({eval_dir.resolve()})"
+    if shutil.which(program, path=env.get("PATH")):
+        return None
+    usual = [p for p in USUAL_PROGRAMS if shutil.which(p, path=env.get("PATH"))]
+    return f"program '{program}' is not on PATH{did_you_mean(program, usual)}"
+
+
+def _script_problem(part: str, eval_dir: Path, cwd: Path) -> str | None:
+    if part.startswith("-") or not (part.endswith(SCRIPT_SUFFIXES) or part.startswith("./")):
+        return None
+    if _exists(part, eval_dir, cwd):
+        return None
+    path = Path(part)
+    folder = path.parent if path.is_absolute() else eval_dir / path.parent
+    siblings = [p.name for p in folder.iterdir() if p.is_file()] if folder.is_dir() else []
+    match = closest(path.name, siblings)
+    hint = f"; did you mean '{path.parent / match}'?" if match else ""
+    return f"script '{part}' not found in the eval file's folder ({eval_dir.resolve()}){hint}"
+
+
+def _exists(part: str, eval_dir: Path, cwd: Path) -> bool:
+    path = Path(part)
+    if path.is_absolute():
+        return path.exists()
+    return (eval_dir / path).exists() or (cwd / path).exists()
+
+
+def _check_rubric(loaded: LoadedEval) -> list[str]:
+    rubric = loaded.spec.rubric
+    if not rubric:
+        return []
+    from evalrun.rubric import RubricError, list_rubrics, rubric_for_eval
+
+    try:
+        rubric_for_eval(rubric, loaded.folder)
+    except (RubricError, OSError) as exc:
+        local = loaded.folder / "rubrics"
+        names = [e.name for e in list_rubrics(local if local.is_dir() else None)]
+        return [f"{loaded.where(('rubric',))}: {exc}{did_you_mean(rubric, names)}"]
+    return []

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import typer
 
-from evalrun.targets import ConfigError, TargetPool, find_targets_file, load_targets
+from evalrun.targets import (
+    ConfigError,
+    TargetPool,
+    UnknownTarget,
+    load_targets,
+    locate_targets_file,
+)
 from evalrun.yamlsource import SourceError
 
 
@@ -72,7 +78,8 @@ def proxy_command(
         None,
         "--targets",
         metavar="FILE",
-        help="targets.yaml to use (default: .evalrun/targets.yaml upward).",
+        help="targets.yaml to use (default: targets.yaml or evals/targets.yaml here, then "
+        ".evalrun/targets.yaml here or upward; docs/targets.md).",
         dir_okay=False,
     ),
     allow: list[str] = typer.Option(
@@ -83,13 +90,18 @@ def proxy_command(
     ),
 ) -> None:
     """Serve a loopback judge proxy with one grant until Ctrl-C; print its URL and token."""
+    lookup = None
     try:
-        file = load_targets(find_targets_file(targets, None))
+        lookup = locate_targets_file(targets, None)
+        file = load_targets(lookup.path)
         pool = TargetPool(file)
         names = [target, *allow]
         for name in names:
             file.get(name)
         pool.check(names)
+    except UnknownTarget as exc:
+        typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigError, SourceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -17,8 +17,10 @@ from evalrun.targets import (
     TargetError,
     TargetPool,
     TargetsFile,
-    find_targets_file,
+    TargetsLookup,
+    UnknownTarget,
     load_targets,
+    locate_targets_file,
 )
 from evalrun.yamlsource import SourceError
 
@@ -26,16 +28,23 @@ TargetsOption = typer.Option(
     None,
     "--targets",
     metavar="FILE",
-    help="targets.yaml to use (default: .evalrun/targets.yaml upward from here).",
+    help="targets.yaml to use (default: targets.yaml or evals/targets.yaml here, then "
+    ".evalrun/targets.yaml here or upward; docs/targets.md).",
     dir_okay=False,
 )
 PROBE = "Reply with the single word OK."
+#: Judges that answer typed tasks only (docs/proxy.md) are probed with a tiny typed task.
+TYPED_PROBE = {
+    "kind": "relevance",
+    "query": "What is the capital of France?",
+    "passage": "Paris is the capital and largest city of France.",
+}
 _PREVIEW = 80
 
 
-def _load(targets: Path | None) -> tuple[Path | None, TargetsFile]:
-    path = find_targets_file(targets, None)
-    return path, load_targets(path)
+def _load(targets: Path | None) -> tuple[TargetsLookup, TargetsFile]:
+    lookup = locate_targets_file(targets, None)
+    return lookup, load_targets(lookup.path)
 
 
 def _key_column(config: TargetConfig, env: dict[str, str]) -> tuple[str, str]:
@@ -51,11 +60,11 @@ def _key_column(config: TargetConfig, env: dict[str, str]) -> tuple[str, str]:
 def list_targets(targets: Path | None = TargetsOption) -> None:
     """List configured targets: name, kind, model, key variable and whether it is set."""
     try:
-        path, file = _load(targets)
+        lookup, file = _load(targets)
     except (ConfigError, SourceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"targets file: {path}" if path else "targets file: none (built-in targets only)")
+    typer.echo(lookup.describe())
     env = dict(os.environ)
     rows = [("NAME", "KIND", "MODEL", "KEY VARIABLE", "SET")]
     for config in file.targets:
@@ -75,21 +84,31 @@ def check_target(
 ) -> None:
     """Send one tiny request to a target; print latency, tokens and the start of the reply.
 
-    Exit 2 on a configuration problem (unknown target, missing key), 1 if the call fails.
+    A judge that answers typed tasks only (kind local) gets a small relevance task instead.
+    Exit 2 on a configuration problem (unknown target, missing key or extra), 1 if the call fails.
     """
+    lookup = None
     try:
-        _, file = _load(targets)
+        lookup, file = _load(targets)
         config = file.get(name).model_copy(update={"max_retries": retries})
         pool = TargetPool(TargetsFile(targets=[config]))
         pool.check([name])
         target = pool.get(name)
+    except UnknownTarget as exc:
+        typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigError, SourceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    typed = config.kind == "local"
+    request = CompletionRequest.from_prompt(
+        prompt if not typed else "Is the passage relevant to the question?",
+        task=TYPED_PROBE if typed else None,
+    )
 
     async def probe() -> CompletionResponse:
         try:
-            return await target.complete(CompletionRequest.from_prompt(prompt))
+            return await target.complete(request)
         finally:
             await pool.aclose()
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.protocol import error_line
 from evalrun.results.models import GraderResult
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.targets import TargetConfig, TargetPool, TargetsFile
@@ -90,7 +91,7 @@ def _problems(result: GraderResult) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     warnings: list[str] = []
     if result.status == "error":
-        last = result.stderr_tail.splitlines()[-1] if result.stderr_tail else ""
+        last = error_line(result.stderr_tail) if result.stderr_tail else ""
         detail = f" (stderr: {last})" if last and last not in result.reason else ""
         problems.append(f"error: {result.reason}{detail}")
     if result.status in ("passed", "failed") and result.stderr_tail:

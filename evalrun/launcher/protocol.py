@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import signal
 from typing import Any
 
@@ -16,6 +17,33 @@ from evalrun.launcher.process import ProcessOutcome
 from evalrun.results.models import GraderResult
 
 ABSTAIN_EXIT = 3
+REASON_CHARS = 300
+
+#: A line that names an error: Python's and Node's exception lines, Go and Rust panics,
+#: ``error:``/``fatal:`` prefixes. The stderr tail itself stays in the bundle.
+_ERROR_LINE = re.compile(
+    r"^\s*(?:Uncaught\s+)?\[?(?:[\w$]+\.)*\w*(?:Error|Exception|Interrupt)\b"
+    r"|^\s*panic:|panicked at|^\s*(?i:fatal|error)\b"
+)
+#: Lines that never explain a crash: stack frames, runtime banners, caret markers.
+_NOISE_LINE = re.compile(r"^\s*(?:at\s|File\s\"|Node\.js v|\^+\s*$|\}|\{|-+$|~+$)")
+
+
+def error_line(stderr: str) -> str:
+    """The stderr line that names the error (``TypeError: x is not a function``), not merely
+    the last one (Node ends with ``Node.js v20``); else the last line that is not noise."""
+    lines = [line.rstrip() for line in stderr.splitlines() if line.strip()]
+    index = next((i for i in reversed(range(len(lines))) if _ERROR_LINE.search(lines[i])), None)
+    if index is None:
+        index = next(
+            (i for i in reversed(range(len(lines))) if not _NOISE_LINE.match(lines[i])), None
+        )
+    if index is None:
+        return lines[-1].strip() if lines else ""
+    found = lines[index].strip()
+    if found.endswith(":") and index + 1 < len(lines):  # Rust: the message is on the next line
+        found += " " + lines[index + 1].strip()
+    return found if len(found) <= REASON_CHARS else found[: REASON_CHARS - 1] + "…"
 
 
 class OutputError(ValueError):
@@ -80,7 +108,7 @@ def interpret(
             base.status, base.score, base.passed, base.reason = "failed", 0.0, False, text.strip()
             return base
     base.reason = f"grader exited with status {code}" + (
-        f": {outcome.stderr_tail.splitlines()[-1]}" if outcome.stderr_tail else ""
+        f": {error_line(outcome.stderr_tail)}" if outcome.stderr_tail else ""
     )
     return base
 
@@ -180,7 +208,7 @@ def _abstain_reason(document: dict[str, Any] | None, text: str, stderr: str) -> 
             return str(reason)
     if text.strip() and document is None:
         return text.strip()
-    return stderr.splitlines()[-1] if stderr else "grader abstained"
+    return error_line(stderr) if stderr else "grader abstained"
 
 
 def _signal_name(number: int) -> str:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from evalrun.launcher.conformance import CheckResult
 
 grader_app = typer.Typer(
     help="Work on graders: check one against the protocol.", no_args_is_help=True
@@ -23,7 +27,16 @@ def check(
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds per grader run."),
     cwd: Path = typer.Option(Path("."), "--cwd", help="Folder the grader runs in."),
     dump: Path | None = typer.Option(
-        None, "--dump-payloads", help="Also write the golden payloads to this folder."
+        None,
+        "--dump-payloads",
+        metavar="DIR",
+        help="Also write the golden payloads to this folder.",
+    ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Also show each payload's reason, its judge calls and the judge's replies.",
     ),
 ) -> None:
     """Run a grader against golden payloads and a scripted judge; report contract violations."""
@@ -51,10 +64,34 @@ def check(
             r.payload, r.result.status, score, calls, "\n".join(findings) or "[green]ok[/]"
         )
     console.print(table)
+    if verbose:
+        for r in results:
+            _print_details(console, r)
     if failures:
         console.print(f"[red]{failures} of {len(results)} payloads broke the protocol[/]")
         raise typer.Exit(1)
     console.print(f"[green]the grader follows the protocol on all {len(results)} payloads[/]")
+
+
+def _print_details(console: Console, r: CheckResult) -> None:
+    """What the grader said and what the judge was asked and answered, for one payload."""
+    from rich.markup import escape
+
+    result = r.result
+    console.print(f"[bold]{escape(r.payload)}[/] ({result.status})", highlight=False)
+    console.print(f"  reason: {escape(result.reason or '-')}", highlight=False)
+    if result.stderr_tail:
+        console.print(f"  stderr: {escape(result.stderr_tail.splitlines()[-1])}", highlight=False)
+    for i, call in enumerate(r.judge_calls, start=1):
+        task = call.get("task") or {}
+        asked = f"task {task['kind']}" if task.get("kind") else _one_line(call.get("question"))
+        console.print(f"  judge call {i}: {escape(asked)}", highlight=False)
+        console.print(f"    reply: {escape(_one_line(call.get('response')))}", highlight=False)
+
+
+def _one_line(text: object, limit: int = 160) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def register(app: typer.Typer) -> None:

@@ -263,13 +263,28 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
         for k in ("passed", "failed", "error", "unscored")
         if counts.get(k)
     ]
-    line = f"{counts.get('total', len(cases))} cases: " + ", ".join(parts)
+    line = f"{_count_line(counts.get('total', len(cases)), summary.get('repeat') or 1)}: "
+    line += ", ".join(parts)
     if mean is not None:
         line += f" · mean score {mean:.3f}"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)
     console.print(f"run bundle: {out}", highlight=False)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _count_line(results: int, repeat: int) -> str:
+    """``3 cases`` or, with --repeat, ``3 cases × 5 repeats = 15 results``."""
+    if repeat <= 1:
+        return plural(results, "case")
+    cases = results // repeat if results % repeat == 0 else None
+    if cases is None:
+        return f"{plural(results, 'result')} ({plural(repeat, 'repeat')} per case)"
+    return f"{plural(cases, 'case')} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
 
 
 def validate(

@@ -85,6 +85,8 @@ class CheckResult:
     result: GraderResult
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: The proxy's records of this payload's judge calls (question, task, reply).
+    judge_calls: list[dict] = field(default_factory=list)
 
 
 def _problems(result: GraderResult) -> tuple[list[str], list[str]]:
@@ -129,7 +131,8 @@ async def check_grader(
         ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started)
         for name, case_data, output in GOLDEN:
             case = TestCase.model_validate(case_data)
-            first = (await run_grader(spec, case, output, ctx)).result
+            run = await run_grader(spec, case, output, ctx)
+            first = run.result
             problems, warnings = _problems(first)
             if first.status in ("passed", "failed"):
                 second = (await run_grader(spec, case, output, ctx)).result
@@ -137,7 +140,7 @@ async def check_grader(
                     warnings.append(
                         f"not deterministic against a scripted judge: {first.score} then {second.score}"
                     )
-            out.append(CheckResult(name, first, problems, warnings))
+            out.append(CheckResult(name, first, problems, warnings, run.judge_calls))
     await pool.aclose()
     return out
 

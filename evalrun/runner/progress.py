@@ -13,9 +13,21 @@ from evalrun.results.models import CaseResult
 _STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
 
+#: Longest reason on a progress line; a longer one loses its middle, never its end (the fix).
+REASON_CHARS = 240
+
+
 class Progress:
-    def __init__(self, total: int, *, quiet: bool = False, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        *,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        repeat: int = 1,
+    ) -> None:
         self.total = total
+        self.repeat = repeat
         self.done = 0
         self.passed = 0
         self.judge_calls = 0
@@ -62,15 +74,19 @@ class Progress:
             if case.status in ("failed", "error"):
                 color = _STATUS_STYLE[case.status]
                 self._bar.console.print(
-                    f"[{color}]{case.status}[/] {escape(case.id)}: {escape(_why(case))}",
+                    f"[{color}]{case.status}[/] {escape(self._label(case))}: {escape(_why(case))}",
                     highlight=False,
                 )
             return
         score = "-" if case.score is None else f"{case.score:.3f}"
-        line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {case.id}"
+        line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {self._label(case)}"
         if case.status in ("failed", "error", "unscored"):
             line += f"  ({_why(case)})"
         print(line, file=self.stream, flush=True)
+
+    def _label(self, case: CaseResult) -> str:
+        """The case id, and with --repeat which repeat (0-based, as ``rep`` in the table)."""
+        return f"{case.id} rep {case.repeat}" if self.repeat > 1 else case.id
 
     def close(self) -> None:
         if self._bar is not None:
@@ -80,8 +96,18 @@ class Progress:
 
 def _why(case: CaseResult) -> str:
     if case.error:
-        return case.error
+        return shorten(case.error)
     for grader in case.graders:
         if grader.status == case.status and grader.reason:
-            return f"{grader.name}: {grader.reason}"[:200]
+            return shorten(f"{grader.name}: {grader.reason}")
     return ""
+
+
+def shorten(text: str, limit: int = REASON_CHARS) -> str:
+    """One line of at most ``limit`` characters; a reason's end usually says what to do, so
+    the middle goes."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    keep = limit - 3
+    return f"{text[: keep // 3]} … {text[-(keep - keep // 3) :]}"

@@ -58,7 +58,7 @@ _YAML_HINTS: tuple[tuple[str, str], ...] = (
     ("'\\t'", "YAML indents with spaces only: replace the tab with spaces"),
     (
         "but got '<stream end>'",
-        "the [ or { opened at {context} is never closed",
+        "{opened}the [ or { that starts here is never closed",
     ),
     (
         "expected ',' or '",
@@ -82,22 +82,23 @@ _YAML_HINTS: tuple[tuple[str, str], ...] = (
     ("while scanning an anchor", "'&' starts an anchor: quote a value that begins with '&'"),
     ("undefined alias", "'*' starts an alias: quote a value that begins with '*'"),
     ("cannot start any token", "a value cannot begin with this character: quote the value"),
-    ("while scanning a quoted scalar", "the quote opened at {context} is never closed"),
+    ("while scanning a quoted scalar", "{opened}the quote that starts here is never closed"),
 )
 
 
 def yaml_error_message(name: str, exc: yaml.MarkedYAMLError) -> str:
     """``file:line:column: invalid YAML: <problem>; <hint>`` (docs/eval-files.md)."""
-    mark = exc.problem_mark or exc.context_mark
-    where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
     problem = exc.problem or str(exc)
     text = f"{problem} ({exc.context})" if exc.context else problem
-    context = exc.context_mark
-    opened = f"line {context.line + 1}, column {context.column + 1}" if context else "?"
-    for needle, hint in _YAML_HINTS:
-        if needle in text:
-            return f"{where}: invalid YAML: {problem}; {hint.replace('{context}', opened)}"
-    return f"{where}: invalid YAML: {problem}"
+    hint = next((hint for needle, hint in _YAML_HINTS if needle in text), None)
+    mark = exc.problem_mark or exc.context_mark
+    if hint and hint.startswith("{opened}") and exc.context_mark is not None:
+        mark = exc.context_mark  # an unclosed bracket or quote: point at where it opened
+        hint = hint.removeprefix("{opened}")
+    where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else name
+    return f"{where}: invalid YAML: {problem}" + (
+        f"; {hint.removeprefix('{opened}')}" if hint else ""
+    )
 
 
 def load_yaml_with_lines(path: Path) -> tuple[Any, LineMap]:

@@ -78,7 +78,7 @@ tests:
 
 def test_yaml_syntax_error_names_line(tmp_path):
     path = write(tmp_path, "broken.eval.yaml", "tests:\n  - id: a\n    input: [unclosed\n")
-    with pytest.raises(EvalFileError, match=r"broken\.eval\.yaml:\d+: invalid YAML"):
+    with pytest.raises(EvalFileError, match=r"broken\.eval\.yaml:3:12: invalid YAML"):
         load_eval(path)
 
 
@@ -117,7 +117,7 @@ def test_tests_from_jsonl_with_line_numbers(tmp_path):
     path = write(tmp_path, "f.eval.yaml", "graders: [{type: is-json}]\ntests: cases.jsonl\n")
     with pytest.raises(EvalFileError) as err:
         load_eval(path)
-    assert "cases.jsonl:3: [1].bogus" in str(err.value)
+    assert "cases.jsonl:3: tests[1].bogus" in str(err.value)
     write(tmp_path, "cases.jsonl", '{"id": "one", "input": "x"}\n{"id": "two", "input": "y"}\n')
     assert [t.id for t in load_eval(path).tests] == ["one", "two"]
 
@@ -179,7 +179,7 @@ def test_validate_command_exit_codes(tmp_path):
     bad = write(tmp_path, "bad.eval.yaml", "graders: [{type: is-json}]\ntests: [{id: a}]\n")
     ok = run_cli("validate", str(good))
     assert ok.returncode == 0, ok.stderr
-    assert "ok (1 tests, 1 graders)" in ok.stdout
+    assert "ok (1 test, 1 grader)" in ok.stdout
     failed = run_cli("validate", str(bad))
     assert failed.returncode == 2
     assert "bad.eval.yaml:2: tests[0].input: Field required" in failed.stderr

@@ -332,11 +332,15 @@ def _validate_one(
         lookup=lookup,
         target=target,
         judge=judge,
+        need_target=False,
     )
     if problems:
         return problems
     graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
-    return f"{file}: ok ({len(loaded.tests)} tests, {graders} graders)"
+    line = f"{file}: ok ({plural(len(loaded.tests), 'test')}, {plural(graders, 'grader')})"
+    if not (target or judge or loaded.spec.target or loaded.spec.judge):
+        line += "; it names no target: pass --target when you run it"
+    return line
 
 
 def schema() -> None:

@@ -59,11 +59,15 @@ def check_eval(
     judge: str | None = None,
     replay: bool = False,
     env: Mapping[str, str] | None = None,
+    need_target: bool = True,
 ) -> list[str]:
     """Problems the run would trip on: unknown targets, unset keys, missing extras, grader
-    programs or scripts that are not there, a rubric that cannot be found."""
+    programs or scripts that are not there, a rubric that cannot be found. ``validate`` passes
+    ``need_target=False``: a file may leave the target to ``--target`` at run time."""
     env = os.environ if env is None else env
-    problems = _check_targets(loaded, cases, targets, lookup, target, judge, replay, env)
+    problems = _check_targets(
+        loaded, cases, targets, lookup, target, judge, replay, env, need_target
+    )
     problems += _check_graders(loaded, cases, env)
     problems += _check_rubric(loaded)
     return list(dict.fromkeys(problems))
@@ -90,6 +94,7 @@ def _check_targets(
     judge: str | None,
     replay: bool,
     env: Mapping[str, str],
+    need_target: bool,
 ) -> list[str]:
     spec = loaded.spec
     answerer = (
@@ -103,12 +108,12 @@ def _check_targets(
     problems: list[str] = []
     configured = ", ".join(targets.names)
     if any(case.output is None for case in cases):
-        if answerer is None:
+        if answerer is None and need_target:
             problems.append(
                 f"{loaded.path}: target: no target to answer the cases: set 'target:' in the "
                 f"eval file or pass --target (configured: {configured})"
             )
-        else:
+        elif answerer is not None:
             uses.append(answerer)
     graders = _graders(loaded, cases)
     if any(needs_judge(g) for _, g in graders):
@@ -119,12 +124,12 @@ def _check_targets(
             if spec.judge
             else answerer
         )
-        if chosen is None:
+        if chosen is None and need_target:
             problems.append(
                 f"{loaded.path}: judge: graders need a judge: set 'judge:' or 'target:' in the "
                 f"eval file or pass --judge (configured: {configured})"
             )
-        else:
+        elif chosen is not None:
             uses.append(chosen)
     for loc, grader in graders:
         access = grader.access

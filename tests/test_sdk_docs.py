@@ -62,7 +62,7 @@ def test_js_sdk_example(tmp_path: Path) -> None:
     sdk = json.dumps((ROOT / "grader_sdk" / "js" / "index.mjs").as_uri())
     script = tmp_path / "my-grader.mjs"
     script.write_text(
-        block("js", "defineScriptGrader").replace("'../grader_sdk/js/index.mjs'", sdk)
+        block("js", "defineScriptGrader").replace("'@evalrun/grader-sdk'", sdk)
     )
     case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
     with FakeProxy(mock_judge()) as proxy:

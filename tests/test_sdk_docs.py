@@ -61,9 +61,7 @@ def test_python_sdk_example(tmp_path: Path) -> None:
 def test_js_sdk_example(tmp_path: Path) -> None:
     sdk = json.dumps((ROOT / "grader_sdk" / "js" / "index.mjs").as_uri())
     script = tmp_path / "my-grader.mjs"
-    script.write_text(
-        block("js", "defineScriptGrader").replace("'@evalrun/grader-sdk'", sdk)
-    )
+    script.write_text(block("js", "defineScriptGrader").replace("'@evalrun/grader-sdk'", sdk))
     case = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
     with FakeProxy(mock_judge()) as proxy:
         proc = run(["node", str(script)], json.dumps(payload_for(case)), proxy.env())

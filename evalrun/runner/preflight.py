@@ -17,7 +17,7 @@ from typing import Any
 
 from evalrun.launcher.launch import needs_judge
 from evalrun.spec.loader import LoadedEval
-from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
+from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
     ConfigError,
@@ -168,8 +168,8 @@ def _target_problem(
 def _check_graders(loaded: LoadedEval, cases: list[TestCase], env: Mapping[str, str]) -> list[str]:
     problems = []
     for loc, grader in _graders(loaded, cases):
-        if grader.type in DETERMINISTIC_TYPES or grader.type != "script":
-            continue  # built-in graders run as `python -m graders.NAME`, always there
+        if grader.type != "script":
+            continue  # deterministic checks run in-process; built-ins as `python -m graders.X`
         folder = loaded.folder / grader.cwd if grader.cwd else loaded.folder
         if grader.cwd and not folder.is_dir():
             problems.append(f"{loaded.where((*loc, 'cwd'))}: folder not found: {folder}")
@@ -198,7 +198,8 @@ def _program_problem(program: str, eval_dir: Path, cwd: Path, env: Mapping[str, 
 
 
 def _script_problem(part: str, eval_dir: Path, cwd: Path) -> str | None:
-    if part.startswith("-") or not (part.endswith(SCRIPT_SUFFIXES) or part.startswith("./")):
+    looks_like_script = part.endswith(SCRIPT_SUFFIXES) or part.startswith("./")
+    if part.startswith("-") or "://" in part or not looks_like_script:
         return None
     if _exists(part, eval_dir, cwd):
         return None

@@ -3,6 +3,7 @@ the fix, and the exit codes are the documented ones. Real ``python -m evalrun`` 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import os
@@ -343,6 +344,7 @@ def test_a_filter_that_matches_nothing_exits_2_with_the_closest_id(tmp_path):
 # 8. help text and shell completion -------------------------------------------------------------
 
 
+@functools.cache
 def _help(*command: str) -> str:
     result = run_cli(*command, "--help", env=env_without("COLUMNS", COLUMNS="200"))
     assert result.returncode == 0, result.stderr

@@ -151,9 +151,10 @@ def test_azure_request_and_response_shape() -> None:
         assert seen.query == {"api-version": ["2024-06-01"]}
         assert seen.headers["api-key"] == KEY and "authorization" not in seen.headers
         body = seen.json()
-        assert "model" not in body
+        assert body["model"] == "judge-4o"
         assert body["messages"][0] == {"role": "system", "content": "You are a strict judge."}
-        assert body["max_tokens"] == 64 and body["response_format"] == {"type": "json_object"}
+        assert body["max_completion_tokens"] == 64 and "max_tokens" not in body
+        assert body["response_format"] == {"type": "json_object"}
         assert response.text == "Paris" and response.usage.total_tokens == 10
 
     run(main())
@@ -222,10 +223,10 @@ def test_anthropic_request_and_response_shape() -> None:
             response = await call(AnthropicTarget(cfg, KEY))
         (seen,) = server.seen
         assert seen.path == "/v1/messages"
-        assert seen.headers["x-api-key"] == KEY
-        assert seen.headers["anthropic-version"] == "2023-06-01"
+        assert seen.headers["authorization"] == f"Bearer {KEY}"
+        assert seen.headers["anthropic-version"] == "2026-10-21"
         assert seen.headers["content-type"] == "application/json"
-        assert "authorization" not in seen.headers
+        assert "x-api-key" not in seen.headers
         assert seen.json() == {
             "model": "claude-3-5-haiku-latest",
             "max_tokens": 64,
@@ -235,7 +236,6 @@ def test_anthropic_request_and_response_shape() -> None:
                 {"role": "assistant", "content": "Let me think."},
                 {"role": "user", "content": "Answer in JSON."},
             ],
-            "temperature": 0.0,
         }
         assert response.text == '{"relevant": true}'
         assert (response.usage.input_tokens, response.usage.output_tokens) == (30, 7)
@@ -321,7 +321,7 @@ def test_gemini_request_and_response_shape() -> None:
             cfg = config(kind="gemini", model="models/gemini-2.5-flash", base_url=server.url)
             response = await call(GeminiTarget(cfg, KEY))
         (seen,) = server.seen
-        assert seen.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+        assert seen.path == "/v1/models/gemini-2.5-flash:generateContent"
         assert seen.query == {}
         assert seen.headers["x-goog-api-key"] == KEY
         assert seen.json() == {
@@ -330,7 +330,7 @@ def test_gemini_request_and_response_shape() -> None:
                 {"role": "model", "parts": [{"text": "Let me think."}]},
                 {"role": "user", "parts": [{"text": "Answer in JSON."}]},
             ],
-            "systemInstruction": {"parts": [{"text": "You are a strict judge."}]},
+            "systemInstruction": {"parts": [{"text": "You are a strict judge."}], "role": "user"},
             "generationConfig": {
                 "temperature": 0.0,
                 "maxOutputTokens": 64,

@@ -20,6 +20,7 @@ from evalrun.targets.base import (
     TargetError,
     TargetTimeout,
     TokenUsage,
+    ToolsUnsupported,
     UnsupportedRequest,
 )
 from evalrun.targets.config import (
@@ -49,6 +50,7 @@ __all__ = [
     "TargetsLookup",
     "UnknownTarget",
     "TokenUsage",
+    "ToolsUnsupported",
     "UnsupportedRequest",
     "StoreOptions",
     "build_provider",
@@ -67,6 +69,7 @@ PROVIDERS: dict[str, str] = {
     "gemini": "evalrun.targets.gemini:GeminiTarget",
     "cli": "evalrun.targets.cli:CliTarget",
     "local": "evalrun.targets.local:LocalTarget",
+    "litellm": "evalrun.targets.litellm:LiteLLMTarget",
 }
 
 
@@ -171,7 +174,10 @@ class TargetPool:
 
 
 class _ReplayOnly:
-    """Stands in for a provider during --replay: it must never be called."""
+    """Stands in for a provider during --replay: it must never be called. Tool requests are
+    let through to the cassette, which holds only what a tool-capable target answered."""
+
+    supports_tools = True
 
     def __init__(self, config: TargetConfig) -> None:
         self.name = config.name

@@ -1,4 +1,7 @@
-"""The ``anthropic`` target: Anthropic's Messages API."""
+"""The ``anthropic`` target: Anthropic's Messages API, as the current ``anthropic`` SDK speaks
+it (docs/targets.md): bearer auth, a configurable ``anthropic-version``, no ``temperature``,
+OpenAI tools translated to ``tool_use``/``tool_result`` blocks, ``json_schema`` response
+formats sent as ``output_config.format``."""
 
 from __future__ import annotations
 
@@ -6,27 +9,88 @@ from typing import Any
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TokenUsage
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.http import HttpTarget, iter_dicts, split_turns
+from evalrun.targets.http import HttpTarget, iter_dicts, text_of
+from evalrun.targets.tools import (
+    Block,
+    call_arguments,
+    call_name,
+    function_tools,
+    split_blocks,
+    tool_call,
+    tool_choice_of,
+)
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-API_VERSION = "2023-06-01"
+DEFAULT_API_VERSION = "2026-10-21"
 DEFAULT_MAX_TOKENS = 1024
+AUTH_SCHEMES = ("bearer", "x-api-key")
+
+
+def _blocks(message: dict[str, Any]) -> tuple[str, list[Block]]:
+    role = message.get("role")
+    text = text_of(message.get("content"))
+    if role == "tool":
+        result = {"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or "")}
+        return "user", [{**result, "content": text}]
+    calls = [
+        {"type": "tool_use", "id": call.get("id"), "name": call_name(call)}
+        | {"input": call_arguments(call)}
+        for call in iter_dicts(message.get("tool_calls"))
+    ]
+    if role == "assistant":
+        return "assistant", ([{"type": "text", "text": text}] if text or not calls else []) + calls
+    return "user", [{"type": "text", "text": text}]
+
+
+def _content(blocks: list[Block]) -> str | list[Block]:
+    """Text-only turns as one string (what the SDK sends for a plain message)."""
+    if all(block["type"] == "text" for block in blocks):
+        return "\n\n".join(block["text"] for block in blocks)
+    return blocks
+
+
+def _tool_fields(request: CompletionRequest) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    tools = function_tools(request)
+    if tools:
+        fields["tools"] = [
+            {"name": t.name, "input_schema": t.parameters}
+            | ({"description": t.description} if t.description else {})
+            for t in tools
+        ]
+    mode, forced = tool_choice_of(request)
+    choice: dict[str, Any] | None = None
+    if forced is not None:
+        choice = {"type": "tool", "name": forced}
+    elif mode is not None:
+        choice = {"type": {"auto": "auto", "none": "none", "required": "any"}[mode]}
+    if request.parallel_tool_calls is False and tools:
+        choice = {**(choice or {"type": "auto"}), "disable_parallel_tool_use": True}
+    if choice is not None:
+        fields["tool_choice"] = choice
+    return fields
 
 
 def messages_body(model: str, request: CompletionRequest) -> dict[str, Any]:
     """``max_tokens`` is required by this API; the system prompt is its own field."""
-    system, turns = split_turns(request)
+    system, turns = split_blocks(request, _blocks)
     if not turns:
         raise TargetError("the request has no user message", status=400)
     body: dict[str, Any] = {
-        "model": model,
         "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
-        "messages": [{"role": role, "content": text} for role, text in turns],
+        "messages": [{"role": role, "content": _content(blocks)} for role, blocks in turns],
+        "model": model,
     }
     if system:
         body["system"] = system
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    body.update(_tool_fields(request))
+    response_format = request.response_format or {}
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if response_format.get("type") == "json_schema" and isinstance(schema, dict):
+        body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+    stop = request.options.get("stop")
+    if stop:
+        body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     return body
 
 
@@ -37,11 +101,24 @@ def parse_message(data: dict[str, Any]) -> CompletionResponse:
     text = "".join(
         str(block.get("text") or "") for block in iter_dicts(blocks) if block.get("type") == "text"
     )
+    calls = [
+        tool_call(str(block["name"]), block.get("input") or {}, block.get("id"))
+        for block in iter_dicts(blocks)
+        if block.get("type") == "tool_use"
+    ]
+    stop = data.get("stop_reason")
+    refusal = None
+    if stop == "refusal":
+        refusal = "the model declined to answer (stop_reason=refusal)"
+    elif stop == "max_tokens" and not text and not calls:
+        refusal = "the answer was cut off at max_tokens before any text (stop_reason=max_tokens)"
     usage = data.get("usage") or {}
     return CompletionResponse(
         text=text,
         usage=TokenUsage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)),
-        finish_reason=data.get("stop_reason"),
+        finish_reason=stop,
+        refusal=refusal,
+        tool_calls=calls or None,
         model=data.get("model"),
     )
 
@@ -56,16 +133,23 @@ class AnthropicTarget(HttpTarget):
             raise ConfigError(f"target '{config.name}' (anthropic) needs 'model'")
         self.model = config.model
         self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.api_version = str(config.extra("api_version") or DEFAULT_API_VERSION)
+        self.auth_scheme = str(config.extra("auth_scheme") or "bearer")
+        if self.auth_scheme not in AUTH_SCHEMES:
+            raise ConfigError(
+                f"target '{config.name}' (anthropic): auth_scheme must be one of "
+                f"{', '.join(AUTH_SCHEMES)}"
+            )
+
+    def headers(self) -> dict[str, str]:
+        key = self.require_key()
+        auth = {"Authorization": f"Bearer {key}"} if self.auth_scheme == "bearer" else {}
+        return {**(auth or {"x-api-key": key}), "anthropic-version": self.api_version}
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         try:
             body = messages_body(self.model, request)
         except TargetError as exc:
             raise self.error(exc.message, status=exc.status) from None
-        headers = {
-            "x-api-key": self.require_key(),
-            "anthropic-version": API_VERSION,
-            "content-type": "application/json",
-        }
-        data = await self.post_json(f"{self.base_url}/v1/messages", body, headers=headers)
+        data = await self.post_json(f"{self.base_url}/v1/messages", body, headers=self.headers())
         return self.parse(data, parse_message)

@@ -1,5 +1,6 @@
 """The ``azure`` target: Azure OpenAI deployments. Same body and response as ``openai``; only
-the URL (a deployment plus ``api-version``) and the ``api-key`` header differ."""
+the URL (a deployment plus ``api-version``), the ``api-key`` header and the ``model`` (the
+deployment name) differ."""
 
 from __future__ import annotations
 
@@ -42,5 +43,8 @@ class AzureOpenAITarget(OpenAITarget):
         return {"api-version": self.api_version}
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        """The deployment picks the model, so the body names none."""
-        return chat_body(self.config, request, model=None)
+        """The deployment picks the model; the body names it too, as ``openai.AzureOpenAI``
+        does (docs/targets.md)."""
+        return chat_body(
+            self.config, request, model=self.deployment, max_tokens_field="max_completion_tokens"
+        )

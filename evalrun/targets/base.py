@@ -31,9 +31,14 @@ class TokenUsage:
 class CompletionRequest:
     """A provider-neutral chat request.
 
-    ``messages`` are ``{"role": ..., "content": str}`` dicts without the system prompt, which
-    travels on its own because several providers want it in a separate field. ``task`` is the
-    optional typed hint (docs/proxy.md) that non-LLM judges (mock, local) answer from.
+    ``messages`` are OpenAI-shaped message dicts without the system prompt, which travels on
+    its own because several providers want it in a separate field: ``{"role", "content"}``, plus
+    ``tool_calls`` on assistant turns and ``tool_call_id`` on ``role: "tool"`` turns. ``tools``,
+    ``tool_choice`` and ``parallel_tool_calls`` are OpenAI's; each provider translates them
+    (docs/targets.md). ``options`` holds the other OpenAI request fields a client sent (``seed``,
+    ``logprobs``, ``stop``, ...): OpenAI-kind targets forward them as they are, the others map
+    the few they have an equivalent for. ``task`` is the optional typed hint (docs/proxy.md)
+    that non-LLM judges (mock, local) answer from.
     """
 
     messages: list[dict[str, Any]]
@@ -42,6 +47,10 @@ class CompletionRequest:
     max_tokens: int | None = None
     response_format: dict[str, Any] | None = None
     task: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_prompt(cls, prompt: str, **kwargs: Any) -> CompletionRequest:
@@ -54,8 +63,17 @@ class CompletionRequest:
         parts += [str(m.get("content") or "") for m in self.messages]
         return "\n\n".join(parts)
 
+    @property
+    def uses_tools(self) -> bool:
+        """True when the request offers tools or replays an earlier tool exchange."""
+        return bool(self.tools) or any(
+            m.get("role") == "tool" or m.get("tool_calls") for m in self.messages
+        )
+
     def cache_key_material(self) -> dict[str, Any]:
-        return {
+        """The fields that decide the answer. The tool fields and options join only when set,
+        so keys of requests without them (and cassettes recorded before them) stay valid."""
+        material: dict[str, Any] = {
             "messages": self.messages,
             "system_prompt": self.system_prompt,
             "temperature": self.temperature,
@@ -63,13 +81,29 @@ class CompletionRequest:
             "response_format": self.response_format,
             "task": self.task,
         }
+        optional = {
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "options": self.options or None,
+        }
+        material.update({k: v for k, v in optional.items() if v is not None})
+        return material
 
 
 @dataclass
 class CompletionResponse:
+    """One answer. ``refusal`` says why an answer is not a usable reply even when ``text`` is
+    set or empty (a model refusal, a content filter, a cut-off with no text); ``tool_calls``
+    are OpenAI-shaped (``{id, type: "function", function: {name, arguments}}``) whatever the
+    provider; ``finish_reason`` is the provider's own word."""
+
     text: str
     usage: TokenUsage = field(default_factory=TokenUsage)
     finish_reason: str | None = None
+    refusal: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    logprobs: dict[str, Any] | None = None
     model: str | None = None
     cached: bool = False
     replayed: bool = False
@@ -103,6 +137,18 @@ class TargetTimeout(TargetError):
     def __init__(self, message: str, **kwargs: Any) -> None:
         kwargs.setdefault("retryable", True)
         super().__init__(message, **kwargs)
+
+
+class ToolsUnsupported(TargetError):
+    """The target cannot call tools (the proxy answers 400 before spending budget)."""
+
+    def __init__(self, target: str, kind: str) -> None:
+        super().__init__(
+            f"target '{target}' ({kind}) cannot call tools; use an openai, azure, anthropic, "
+            "gemini or litellm target for requests with tools",
+            status=400,
+            target=target,
+        )
 
 
 class UnsupportedRequest(TargetError):

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-KINDS = ("openai", "azure", "anthropic", "gemini", "cli", "mock", "local")
+KINDS = ("openai", "azure", "anthropic", "gemini", "litellm", "cli", "mock", "local")
 
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 

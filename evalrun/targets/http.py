@@ -96,26 +96,6 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def split_turns(request: CompletionRequest) -> tuple[str | None, list[tuple[str, str]]]:
-    """The system text (the system prompt plus any system messages) and the remaining
-    conversation as ``(role, text)`` with roles ``user``/``assistant``, consecutive same-role
-    turns merged, for providers that keep the system prompt apart and want alternating turns."""
-    system = [request.system_prompt] if request.system_prompt else []
-    turns: list[tuple[str, str]] = []
-    for message in request.messages:
-        role = str(message.get("role") or "user")
-        text = text_of(message.get("content"))
-        if role in ("system", "developer"):
-            system.append(text)
-            continue
-        role = "assistant" if role == "assistant" else "user"
-        if turns and turns[-1][0] == role:
-            turns[-1] = (role, f"{turns[-1][1]}\n\n{text}")
-        else:
-            turns.append((role, text))
-    return ("\n\n".join(system) if system else None), turns
-
-
 def wants_json(request: CompletionRequest) -> bool:
     kind = (request.response_format or {}).get("type")
     return kind in ("json_object", "json_schema", "json")
@@ -125,6 +105,8 @@ class HttpTarget:
     """Base for providers that speak JSON over HTTPS."""
 
     kind = "http"
+    #: providers that take OpenAI-shaped tools (translated where needed)
+    supports_tools = True
 
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
         self.name = config.name

@@ -16,6 +16,7 @@ from evalrun.targets.base import (
     CompletionResponse,
     Target,
     TargetError,
+    ToolsUnsupported,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.limit import ConcurrencyLimit
@@ -68,6 +69,10 @@ class ManagedTarget:
     def kind(self) -> str:
         return self.config.kind
 
+    @property
+    def supports_tools(self) -> bool:
+        return bool(getattr(self.provider, "supports_tools", False))
+
     def _with_defaults(self, request: CompletionRequest) -> CompletionRequest:
         return replace(
             request,
@@ -88,6 +93,8 @@ class ManagedTarget:
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer from the replay cassette, else the cache, else the provider (with retries).
         Cache hits and live answers are both recorded; stored answers cost nothing now."""
+        if request.uses_tools and not self.supports_tools:
+            raise ToolsUnsupported(self.name, self.kind)
         request = self._with_defaults(request)
         if self._replay is not None:
             hit = self._replay.get(self.config, request)

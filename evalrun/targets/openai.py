@@ -13,49 +13,77 @@ from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.http import HttpTarget, text_of
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_ROLES = ("system", "developer", "user", "assistant")
+_ROLES = ("system", "developer", "user", "assistant", "tool")
+#: message keys OpenAI knows besides role and content; anything else (evalrun's own records)
+#: is not sent
+_MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "refusal")
 
 
-def chat_messages(request: CompletionRequest) -> list[dict[str, str]]:
-    """System prompt first, then the conversation as plain role/content pairs (extra keys such
-    as evalrun's tool-call records are not OpenAI message fields, so they are dropped)."""
-    messages = (
+def chat_messages(request: CompletionRequest) -> list[dict[str, Any]]:
+    """System prompt first, then the conversation. Tool turns, tool calls and content parts
+    pass unchanged; unknown roles become ``user``."""
+    messages: list[dict[str, Any]] = (
         [{"role": "system", "content": request.system_prompt}] if request.system_prompt else []
     )
     for message in request.messages:
         role = str(message.get("role") or "user")
-        messages.append(
-            {"role": role if role in _ROLES else "user", "content": text_of(message.get("content"))}
-        )
+        content = message.get("content")
+        if not isinstance(content, list) and not (content is None and message.get("tool_calls")):
+            content = text_of(content)
+        out: dict[str, Any] = {"role": role if role in _ROLES else "user", "content": content}
+        out.update({k: message[k] for k in _MESSAGE_KEYS if message.get(k) is not None})
+        messages.append(out)
     return messages
 
 
 def chat_body(
-    config: TargetConfig, request: CompletionRequest, *, model: str | None
+    config: TargetConfig, request: CompletionRequest, *, model: str | None, max_tokens_field: str
 ) -> dict[str, Any]:
+    """The Chat Completions body; ``options`` (other OpenAI fields a client sent) are added
+    without overriding the fields evalrun sets itself."""
     body: dict[str, Any] = {"model": model} if model else {}
     body["messages"] = chat_messages(request)
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if request.max_tokens is not None:
-        body[config.extra("max_tokens_field") or "max_tokens"] = request.max_tokens
+        body[config.extra("max_tokens_field") or max_tokens_field] = request.max_tokens
     if request.response_format is not None:
         body["response_format"] = request.response_format
+    if request.tools is not None:
+        body["tools"] = request.tools
+    if request.tool_choice is not None:
+        body["tool_choice"] = request.tool_choice
+    if request.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = request.parallel_tool_calls
+    for key, value in request.options.items():
+        body.setdefault(key, value)
     return body
 
 
 def parse_chat_completion(data: dict[str, Any]) -> CompletionResponse:
     choice = data["choices"][0]
     message = choice["message"]
-    content = message.get("content")
-    text = text_of(content) if content is not None else str(message.get("refusal") or "")
+    finish = choice.get("finish_reason")
+    text = text_of(message.get("content"))
+    tool_calls = message.get("tool_calls") or None
+    if tool_calls is not None and not isinstance(tool_calls, list):
+        raise TypeError("tool_calls is not a list")
+    refusal = message.get("refusal") or None
+    if refusal is None and finish == "content_filter":
+        refusal = "the provider's content filter stopped the answer (finish_reason=content_filter)"
+    elif refusal is None and finish == "length" and not text and not tool_calls:
+        refusal = "the answer was cut off at the token limit before any text (finish_reason=length)"
     usage = data.get("usage") or {}
+    logprobs = choice.get("logprobs")
     return CompletionResponse(
         text=text,
         usage=TokenUsage(
             int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
         ),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish,
+        refusal=str(refusal) if refusal is not None else None,
+        tool_calls=tool_calls,
+        logprobs=logprobs if isinstance(logprobs, dict) else None,
         model=data.get("model"),
     )
 
@@ -80,7 +108,10 @@ class OpenAITarget(HttpTarget):
         return None
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        return chat_body(self.config, request, model=self.config.model)
+        """OpenAI's own API takes ``max_completion_tokens``; servers that copy it (a custom
+        ``base_url``) mostly know only ``max_tokens``. ``max_tokens_field`` overrides both."""
+        field = "max_tokens" if self.config.base_url else "max_completion_tokens"
+        return chat_body(self.config, request, model=self.config.model, max_tokens_field=field)
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         data = await self.post_json(

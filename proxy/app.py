@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 import re
-import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,8 +29,10 @@ from evalrun.targets.base import (
     Target,
     TargetError,
     TargetTimeout,
+    ToolsUnsupported,
     UnsupportedRequest,
 )
+from proxy import openai_compat
 from proxy.grants import Grant, GrantRegistry
 from proxy.wire import (
     ChatCompletionRequest,
@@ -42,27 +43,26 @@ from proxy.wire import (
     InvokeBatchResponse,
     InvokeRequest,
     InvokeResponse,
+    ModelEntry,
     ModelList,
-    TextPart,
+    OpenAIErrorResponse,
 )
 
 _LOOPBACK_HOST = re.compile(rb"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
 _LOOPBACK_ORIGIN = re.compile(
     rb"https?://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE
 )
-_FINISH_REASONS = {
-    "stop": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "length": "length",
-    "max_tokens": "length",
-    "tool_calls": "tool_calls",
-    "content_filter": "content_filter",
-}
-_JSON_HEADER = (b"content-type", b"application/json")
+_JSON = b"application/json"
+_EVENT_STREAM = b"text/event-stream"
+#: every error answer is final (budget spent, evalrun's own retries done): OpenAI's SDKs
+#: honour this header and do not repeat the request (docs/proxy.md)
+_NO_RETRY_HEADER = (b"x-should-retry", b"false")
+_OPENAI_PREFIX = "/v1/"
+_MODELS_PREFIX = "/v1/models/"
 logger = logging.getLogger("evalrun.proxy")
 
-Reply = tuple[int, bytes]
+#: (status, body) or (status, body, content type); JSON unless a content type is given
+Reply = tuple[int, bytes] | tuple[int, bytes, bytes]
 Handler = Callable[[str | None, bytes], Awaitable[Reply]]
 
 
@@ -76,7 +76,11 @@ class ProxyError(Exception):
         self.message = message
         self.extra = extra
 
-    def reply(self) -> Reply:
+    def reply(self, *, openai: bool = False) -> tuple[int, bytes]:
+        """The contract's error body, or OpenAI's (``{message, type, param, code}``) on /v1."""
+        if openai:
+            body = openai_compat.error_object(self.status, self.code, self.message, self.extra)
+            return self.status, _dumps(body)
         return self.status, _dumps(
             {"error": {"code": self.code, "message": self.message, **self.extra}}
         )
@@ -104,12 +108,6 @@ def _parse(model: type[BaseModel], body: bytes) -> Any:
             for e in exc.errors(include_url=False, include_input=False)[:5]
         )
         raise ProxyError(400, "bad_request", f"invalid request body: {problems}") from None
-
-
-def _chat_text(content: str | list[TextPart] | None) -> str:
-    if content is None or isinstance(content, str):
-        return content or ""
-    return "\n".join(part.text for part in content)
 
 
 def _invoke_payload(name: str, response: CompletionResponse, latency_ms: float) -> dict[str, Any]:
@@ -155,6 +153,18 @@ class ProxyRoutes:
             ("POST", "/v1/chat/completions"): self.chat_completions,
             ("GET", "/v1/models"): self.models,
         }
+
+    def lookup(self, method: str, path: str) -> Handler | None:
+        """The handler of a route; ``GET /v1/models/{id}`` is the one route with a parameter."""
+        handler = self.table.get((method, path))
+        if handler is None and method == "GET" and path.startswith(_MODELS_PREFIX):
+            model_id = path[len(_MODELS_PREFIX) :]
+
+            async def retrieve_model(authorization: str | None, body: bytes) -> Reply:
+                return await self.model(authorization, model_id)
+
+            return retrieve_model
+        return handler
 
     # --- helpers --------------------------------------------------------------------------------
 
@@ -230,6 +240,8 @@ class ProxyRoutes:
                 error = ProxyError(503, "shutting_down", "the judge proxy is shutting down")
             else:
                 error = ProxyError(401, "unauthorized", "the grant was revoked")
+        except ToolsUnsupported as exc:
+            error = ProxyError(400, "tools_unsupported", self._redact(exc.message))
         except TargetTimeout as exc:
             error = ProxyError(504, "upstream_timeout", self._redact(exc.message))
         except UnsupportedRequest as exc:
@@ -325,82 +337,64 @@ class ProxyRoutes:
     async def chat_completions(self, authorization: str | None, body: bytes) -> Reply:
         grant = self._authorize(authorization)
         chat = _parse(ChatCompletionRequest, body)
-        system: list[str] = []
-        messages: list[dict[str, Any]] = []
-        for message in chat.messages:
-            text = _chat_text(message.content)
-            if message.role in ("system", "developer"):
-                system.append(text)
-            else:
-                messages.append({"role": message.role, "content": text})
-        if not messages:
-            messages.append({"role": "user", "content": system.pop()})
+        request, question = openai_compat.completion_request(chat)
         name = self._pick(grant, chat.model, lenient=True)
+        if request.uses_tools and not getattr(self._target(name), "supports_tools", False):
+            kind = getattr(self._target(name), "kind", "unknown kind")
+            raise ProxyError(400, "tools_unsupported", str(ToolsUnsupported(name, kind)))
         self._reserve(grant, 1)
-        question = next(
-            (m["content"] for m in reversed(messages) if m["role"] == "user"),
-            messages[-1]["content"],
-        )
-        request = CompletionRequest(
-            messages=messages,
-            system_prompt="\n\n".join(system) if system else None,
-            temperature=chat.temperature,
-            max_tokens=chat.max_completion_tokens or chat.max_tokens,
-            response_format=chat.response_format,
-            task=chat.task,
-        )
         response, _ = await self._call(grant, name, request, question)
-        usage = response.usage
-        return 200, _dumps(
-            {
-                "id": f"chatcmpl-{secrets.token_hex(12)}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": name,
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": response.text},
-                        "finish_reason": _FINISH_REASONS.get(response.finish_reason or "", "stop"),
-                        "logprobs": None,
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": usage.input_tokens,
-                    "completion_tokens": usage.output_tokens,
-                    "total_tokens": usage.input_tokens + usage.output_tokens,
-                },
-            }
-        )
+        if chat.stream:
+            include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+            stream = openai_compat.event_stream(name, response, include_usage=include_usage)
+            return 200, stream, _EVENT_STREAM
+        return 200, _dumps(openai_compat.completion_json(name, response))
 
     async def models(self, authorization: str | None, body: bytes) -> Reply:
         grant = self._authorize(authorization)
-        data = [
-            {"id": name, "object": "model", "created": 0, "owned_by": "evalrun"}
-            for name in grant.allowed
-        ]
+        data = [openai_compat.model_object(name) for name in grant.allowed]
         return 200, _dumps({"object": "list", "data": data})
 
-    async def run(self, handler: Handler, authorization: str | None, body: bytes) -> Reply:
+    async def model(self, authorization: str | None, model_id: str) -> Reply:
+        grant = self._authorize(authorization)
+        if model_id not in grant.allowed:
+            raise ProxyError(
+                404,
+                "model_not_found",
+                f"the model '{model_id[:100]}' is not a target this grader may use "
+                f"(allowed: {', '.join(grant.allowed)})",
+            )
+        return 200, _dumps(openai_compat.model_object(model_id))
+
+    async def run(
+        self, handler: Handler, authorization: str | None, body: bytes, *, openai: bool = False
+    ) -> tuple[int, bytes, bytes]:
+        """(status, body, content type); errors in the route's shape (``openai``: /v1)."""
         try:
-            return await handler(authorization, body)
+            reply = await handler(authorization, body)
         except ProxyError as exc:
-            return exc.reply()
+            return (*exc.reply(openai=openai), _JSON)
         except Exception:
             logger.exception("judge proxy: unexpected error in %s", handler.__name__)
-            return 500, _error("internal_error", "unexpected error in the judge proxy")
+            error = ProxyError(500, "internal_error", "unexpected error in the judge proxy")
+            return (*error.reply(openai=openai), _JSON)
+        return (reply[0], reply[1], reply[2] if len(reply) == 3 else _JSON)
 
 
-async def _send(send: Send, status: int, body: bytes, *, close: bool = False) -> None:
-    headers = [_JSON_HEADER, (b"content-length", str(len(body)).encode())]
+async def _send(
+    send: Send, status: int, body: bytes, *, close: bool = False, content_type: bytes = _JSON
+) -> None:
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    if status >= 400:
+        headers.append(_NO_RETRY_HEADER)
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-def _error(code: str, message: str) -> bytes:
-    return _dumps({"error": {"code": code, "message": message}})
+def _error(code: str, message: str, *, status: int = 400, openai: bool = False) -> bytes:
+    return ProxyError(status, code, message).reply(openai=openai)[1]
 
 
 class ProxyApp(FastAPI):
@@ -463,11 +457,14 @@ class ProxyApp(FastAPI):
                 break
         body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-        handler = self.routes_impl.table.get((scope["method"], scope["path"]))
+        handler = self.routes_impl.lookup(scope["method"], scope["path"])
         if handler is not None:
             auth = authorization.decode("latin-1") if authorization is not None else None
-            status, payload = await self.routes_impl.run(handler, auth, body)
-            await _send(send, status, payload)
+            openai = scope["path"].startswith(_OPENAI_PREFIX)
+            status, payload, content_type = await self.routes_impl.run(
+                handler, auth, body, openai=openai
+            )
+            await _send(send, status, payload, content_type=content_type)
             return
 
         replayed = False
@@ -482,19 +479,30 @@ class ProxyApp(FastAPI):
         await super().__call__(scope, replay, send)
 
 
+_ERROR_STATUSES: tuple[tuple[int, str], ...] = (
+    (400, "bad request, unknown target, or tools to a target without tools"),
+    (401, "missing, wrong or revoked token"),
+    (403, "Host or Origin header is not loopback"),
+    (413, "body too large"),
+    (422, "the target cannot answer this kind of request"),
+    (429, "max_calls exceeded"),
+    (502, "upstream failure"),
+    (503, "the proxy is shutting down"),
+    (504, "upstream timeout"),
+)
+#: one server-sent event: ``data`` is a chat.completion.chunk in JSON, or ``[DONE]``
+_SSE_EVENT = {
+    "type": "object",
+    "properties": {"data": {"type": "string"}, "event": {"type": "string"}},
+    "required": ["data"],
+}
 _ERRORS: dict[int | str, Any] = {
-    code: {"model": ErrorResponse, "description": what}
-    for code, what in (
-        (400, "bad request or unknown target"),
-        (401, "missing, wrong or revoked token"),
-        (403, "Host or Origin header is not loopback"),
-        (413, "body too large"),
-        (422, "the target cannot answer this kind of request"),
-        (429, "max_calls exceeded"),
-        (502, "upstream failure"),
-        (503, "the proxy is shutting down"),
-        (504, "upstream timeout"),
-    )
+    code: {"model": ErrorResponse, "description": what} for code, what in _ERROR_STATUSES
+}
+#: the /v1 routes answer errors in OpenAI's shape
+_OPENAI_ERRORS: dict[int | str, Any] = {
+    code: {"model": OpenAIErrorResponse, "description": what}
+    for code, what in (*_ERROR_STATUSES, (404, "not one of the allowed targets"))
 }
 
 #: path, method, request model (None: no body), response model, summary
@@ -514,9 +522,11 @@ _ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
         "POST",
         ChatCompletionRequest,
         ChatCompletionResponse,
-        "OpenAI-compatible chat completion; model names a target",
+        "OpenAI-compatible chat completion; model names a target; stream: true answers "
+        "text/event-stream",
     ),
     ("/v1/models", "GET", None, ModelList, "OpenAI-compatible list of the allowed targets"),
+    ("/v1/models/{model}", "GET", None, ModelEntry, "One allowed target as an OpenAI model"),
 ]
 
 
@@ -544,28 +554,39 @@ def create_app(
     async def _on_http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
-        body = _error(code, str(exc.detail))
-        return Response(body, exc.status_code, exc.headers, media_type="application/json")
+        openai = request.url.path.startswith(_OPENAI_PREFIX)
+        body = _error(code, str(exc.detail), status=exc.status_code, openai=openai)
+        headers = {**(exc.headers or {}), "x-should-retry": "false"}
+        return Response(body, exc.status_code, headers, media_type="application/json")
 
-    def endpoint_for(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def endpoint_for(method: str, path: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            status, body = await routes.run(
-                handler, request.headers.get("authorization"), await request.body()
+            handler = routes.lookup(method, request.url.path)
+            assert handler is not None
+            status, body, content_type = await routes.run(
+                handler,
+                request.headers.get("authorization"),
+                await request.body(),
+                openai=path.startswith(_OPENAI_PREFIX),
             )
-            return Response(body, status, media_type="application/json")
+            headers = {"x-should-retry": "false"} if status >= 400 else None
+            return Response(body, status, headers, media_type=content_type.decode())
 
         return endpoint
 
     for path, method, _, response_model, summary in _ROUTES:
-        handler = routes.table[(method, path)]
+        openai = path.startswith(_OPENAI_PREFIX)
+        responses = dict(_OPENAI_ERRORS if openai else _ERRORS)
+        if path == "/v1/chat/completions":
+            responses[200] = {"content": {"text/event-stream": {"schema": _SSE_EVENT}}}
         app.add_api_route(
             path,
-            endpoint_for(handler),
+            endpoint_for(method, path),
             methods=[method],
             response_model=response_model,
-            responses=_ERRORS,
+            responses=responses,
             summary=summary,
-            name=handler.__name__,
+            name=path.strip("/").replace("/", "_").replace("{", "").replace("}", "") or "root",
         )
 
     bodies = {(path, method.lower()): model for path, method, model, _, _ in _ROUTES if model}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic.alias_generators import to_camel
 
 
@@ -93,27 +93,40 @@ class ErrorResponse(BaseModel):
 # OpenAI-compatible routes: snake_case is OpenAI's own wire format, so no aliasing here.
 
 
-class TextPart(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class ContentPart(BaseModel):
+    """One part of a message's content (``text``, ``image_url``, ...); non-text parts reach
+    OpenAI-kind targets only."""
 
-    type: Literal["text"]
-    text: str
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart] | None = None
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[ContentPart] | None = None
+    name: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: StrictBool | None = None
 
 
 class ChatCompletionRequest(BaseModel):
-    """The subset of OpenAI's request that a judge call needs; other keys are ignored.
+    """OpenAI's chat request. The fields evalrun reads are declared; every other key is kept
+    (``model_extra``) and forwarded to OpenAI-kind targets (docs/proxy.md).
 
     ``task`` is an evalrun extension (send it with ``extra_body``) for non-LLM judges.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)
@@ -121,30 +134,27 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: MaxTokens | None = None
     max_completion_tokens: MaxTokens | None = None
     response_format: dict[str, Any] | None = None
-    stream: Literal[False] | None = Field(default=None, description="streaming is not supported")
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: StrictBool | None = None
+    stream: StrictBool | None = Field(default=None, description="one-shot chunked event stream")
+    stream_options: StreamOptions | None = None
     n: Literal[1] | None = Field(default=None, description="one choice only")
     task: dict[str, Any] | None = None
-
-    @field_validator("stream", mode="before")
-    @classmethod
-    def _no_streaming(cls, value: Any) -> Any:
-        if value is True:
-            raise ValueError("streaming not supported")
-        if value is not None and not isinstance(value, bool):
-            raise ValueError("must be a boolean")
-        return value
 
 
 class ChatChoiceMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    refusal: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
 
 
 class ChatChoice(BaseModel):
     index: int
     message: ChatChoiceMessage
     finish_reason: str
-    logprobs: None = None
+    logprobs: dict[str, Any] | None = None
 
 
 class ChatUsage(BaseModel):
@@ -167,6 +177,21 @@ class ModelEntry(BaseModel):
     object: Literal["model"] = "model"
     created: int = 0
     owned_by: str = "evalrun"
+
+
+class OpenAIErrorBody(BaseModel):
+    """OpenAI's error object; ``code`` is the contract code (docs/proxy.md)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    message: str
+    type: str
+    param: str | None = None
+    code: str
+
+
+class OpenAIErrorResponse(BaseModel):
+    error: OpenAIErrorBody
 
 
 class ModelList(BaseModel):

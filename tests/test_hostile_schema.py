@@ -23,6 +23,14 @@ from proxy import JudgeProxy  # noqa: E402
 SEEN: Counter[tuple[str, str, int]] = Counter()
 
 
+class ToolTolerantMock(MockTarget):
+    """The default target of the fuzzed grant accepts tool requests (answering text), so that
+    schema-valid requests with ``tools`` or ``role: tool`` turns are served; a target that
+    cannot do tools answers them 400 by design (tests/test_openai_surface.py)."""
+
+    supports_tools = True
+
+
 class ThreadedProxy:
     """A ``JudgeProxy`` on its own event loop thread, for synchronous clients like schemathesis."""
 
@@ -31,8 +39,8 @@ class ThreadedProxy:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         targets = {
-            name: MockTarget(TargetConfig(name=name, kind="mock", default='{"relevant": true}'))
-            for name in ("judge", "second-judge")
+            name: cls(TargetConfig(name=name, kind="mock", default='{"relevant": true}'))
+            for name, cls in (("judge", ToolTolerantMock), ("second-judge", MockTarget))
         }
         self.proxy = JudgeProxy(targets.__getitem__, list(targets))
         self._wait(self.proxy.start())

@@ -401,7 +401,11 @@ def test_chat_completions_speaks_openai_json() -> None:
                 assert reply.status_code == 200
                 body = reply.json()
                 assert body["object"] == "chat.completion" and body["model"] == "judge"
-                assert body["choices"][0]["message"] == {"role": "assistant", "content": "42"}
+                assert body["choices"][0]["message"] == {
+                    "role": "assistant",
+                    "content": "42",
+                    "refusal": None,
+                }
                 assert body["choices"][0]["finish_reason"] == "stop"
                 assert body["usage"] == {
                     "prompt_tokens": 3,
@@ -415,8 +419,9 @@ def test_chat_completions_speaks_openai_json() -> None:
                 assert sent.temperature == 0
 
                 user_only = {"messages": [{"role": "user", "content": "hi"}]}
-                stream = await http.post("/v1/chat/completions", json={**user_only, "stream": True})
-                assert stream.status_code == 400 and "stream" in stream.json()["error"]["message"]
+                two = await http.post("/v1/chat/completions", json={**user_only, "n": 2})
+                assert two.status_code == 400 and "n" in two.json()["error"]["message"]
+                assert two.json()["error"]["type"] == "invalid_request_error"
                 not_allowed = await http.post(
                     "/v1/chat/completions", json={**user_only, "model": "other"}
                 )

@@ -173,14 +173,12 @@ def parse_generate(data: dict[str, Any]) -> CompletionResponse:
         refusal = f"the answer has no text (finishReason={finish})"
     usage = data.get("usageMetadata") or {}
     output = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
-    logprobs = candidate.get("logprobsResult")
     return CompletionResponse(
         text=text,
         usage=TokenUsage(int(usage.get("promptTokenCount") or 0), output),
         finish_reason=finish,
         refusal=refusal,
         tool_calls=calls or None,
-        logprobs=logprobs if isinstance(logprobs, dict) else None,
         model=data.get("modelVersion"),
     )
 

@@ -38,6 +38,8 @@ TASK_KINDS = ("relevance", "attribution", "statements", "similarity")
 class LocalTarget:
     """Embedding-model judge: calibrated verdicts with a confidence, computed off the event loop."""
 
+    kind = "local"
+
     def __init__(self, config: TargetConfig, embedder: Embedder | None = None) -> None:
         self.name = config.name
         self.config = config

@@ -12,6 +12,8 @@ from evalrun.targets.config import ConfigError, TargetConfig
 class MockTarget:
     """First matching rule wins: a regex searched in system prompt + prompt, or a task kind."""
 
+    kind = "mock"
+
     def __init__(self, config: TargetConfig) -> None:
         self.name = config.name
         self.config = config

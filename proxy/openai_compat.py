@@ -1,0 +1,178 @@
+"""The proxy's OpenAI surface (docs/proxy.md, "OpenAI clients"): an OpenAI chat request as a
+provider-neutral ``CompletionRequest``, and an answer back as a chat completion, a one-shot
+event stream of chunks, or an OpenAI error object."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from evalrun.targets.base import CompletionRequest, CompletionResponse
+from proxy.wire import ChatCompletionRequest, ChatMessage
+
+#: provider finish reasons in OpenAI's words; anything else is ``stop``
+FINISH_REASONS = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "STOP": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "MAX_TOKENS": "length",
+    "tool_calls": "tool_calls",
+    "tool_use": "tool_calls",
+    "content_filter": "content_filter",
+    "refusal": "content_filter",
+    "SAFETY": "content_filter",
+}
+_ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    429: "insufficient_quota",
+    500: "server_error",
+    502: "server_error",
+    503: "server_error",
+    504: "server_error",
+}
+
+
+def error_object(status: int, code: str, message: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """``{error: {message, type, param, code, ...}}``, with the contract code as ``code``."""
+    kind = _ERROR_TYPES.get(status, "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code, **extra}}
+
+
+def _content(message: ChatMessage) -> str | list[dict[str, Any]] | None:
+    """Text parts joined into one string; content with other parts kept as parts."""
+    content = message.content
+    if content is None or isinstance(content, str):
+        return content
+    parts = [part.model_dump(exclude_none=True) for part in content]
+    if all(part["type"] == "text" for part in parts):
+        return "\n".join(str(part.get("text") or "") for part in parts)
+    return parts
+
+
+def _text(content: str | list[dict[str, Any]] | None) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text") or "") for part in content if part.get("text"))
+    return content or ""
+
+
+def completion_request(chat: ChatCompletionRequest) -> tuple[CompletionRequest, str]:
+    """The neutral request and the question to record (the last user text). System and
+    developer messages become the system prompt; tool turns and tool calls pass unchanged."""
+    system: list[str] = []
+    messages: list[dict[str, Any]] = []
+    for message in chat.messages:
+        content = _content(message)
+        if message.role in ("system", "developer"):
+            system.append(_text(content))
+            continue
+        item: dict[str, Any] = {"role": message.role, "content": content}
+        for key in ("name", "tool_calls", "tool_call_id"):
+            value = getattr(message, key)
+            if value is not None:
+                item[key] = value
+        if item["content"] is None and not message.tool_calls:
+            item["content"] = ""
+        messages.append(item)
+    if not messages:
+        messages.append({"role": "user", "content": system.pop()})
+    question = next(
+        (_text(m["content"]) for m in reversed(messages) if m["role"] == "user"),
+        _text(messages[-1]["content"]),
+    )
+    request = CompletionRequest(
+        messages=messages,
+        system_prompt="\n\n".join(system) if system else None,
+        temperature=chat.temperature,
+        max_tokens=chat.max_completion_tokens or chat.max_tokens,
+        response_format=chat.response_format,
+        task=chat.task,
+        tools=chat.tools,
+        tool_choice=chat.tool_choice,
+        parallel_tool_calls=chat.parallel_tool_calls,
+        options=dict(chat.model_extra or {}),
+    )
+    return request, question
+
+
+def _finish_reason(response: CompletionResponse) -> str:
+    if response.tool_calls:
+        return "tool_calls"
+    return FINISH_REASONS.get(response.finish_reason or "", "stop")
+
+
+def _usage(response: CompletionResponse) -> dict[str, int]:
+    usage = response.usage
+    return {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+
+
+def _head(name: str, kind: str) -> dict[str, Any]:
+    return {
+        "id": f"chatcmpl-{secrets.token_hex(12)}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": name,
+    }
+
+
+def completion_json(name: str, response: CompletionResponse) -> dict[str, Any]:
+    """A ``chat.completion``: content is null when the answer is only tool calls or only a
+    refusal, as OpenAI's own."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": response.text if response.text or not _withheld(response) else None,
+        "refusal": response.refusal,
+    }
+    if response.tool_calls:
+        message["tool_calls"] = response.tool_calls
+    choice = {
+        "index": 0,
+        "message": message,
+        "finish_reason": _finish_reason(response),
+        "logprobs": response.logprobs,
+    }
+    return {**_head(name, "chat.completion"), "choices": [choice], "usage": _usage(response)}
+
+
+def _withheld(response: CompletionResponse) -> bool:
+    return bool(response.tool_calls) or response.refusal is not None
+
+
+def event_stream(name: str, response: CompletionResponse, *, include_usage: bool) -> bytes:
+    """The whole answer as ``chat.completion.chunk`` events (one-shot chunking: the upstream
+    call is not streamed), ending with ``data: [DONE]``."""
+    head = _head(name, "chat.completion.chunk")
+    usage_field = {"usage": None} if include_usage else {}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {**head, "choices": [choice], **usage_field}
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    if response.text:
+        chunks.append(chunk({"content": response.text}))
+    if response.refusal is not None:
+        chunks.append(chunk({"refusal": response.refusal}))
+    if response.tool_calls:
+        calls = [{"index": i, **call} for i, call in enumerate(response.tool_calls)]
+        chunks.append(chunk({"tool_calls": calls}))
+    chunks.append(chunk({}, _finish_reason(response)))
+    if include_usage:
+        chunks.append({**head, "choices": [], "usage": _usage(response)})
+    lines = [
+        f"data: {json.dumps(c, ensure_ascii=False, separators=(',', ':'))}\n\n" for c in chunks
+    ]
+    return ("".join(lines) + "data: [DONE]\n\n").encode()
+
+
+def model_object(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "evalrun"}

@@ -64,7 +64,7 @@ def test_openai_request_and_response_shape() -> None:
                 {"role": "user", "content": "Answer in JSON."},
             ],
             "temperature": 0.0,
-            "max_tokens": 64,
+            "max_completion_tokens": 64,
             "response_format": {"type": "json_object"},
         }
         assert response.text == '{"ok": true}'
@@ -75,20 +75,18 @@ def test_openai_request_and_response_shape() -> None:
     run(main())
 
 
-def test_openai_keyless_local_server_and_max_completion_tokens() -> None:
+def test_openai_keyless_local_server_and_max_tokens_field() -> None:
     """Ollama-style: no key means no Authorization header; the token field is configurable."""
 
     async def main() -> None:
         async with FakeServer(lambda seen: openai_reply("hi")) as server:
             cfg = config(
-                model="llama3.2",
-                base_url=f"{server.url}/v1/",
-                max_tokens_field="max_completion_tokens",
+                model="llama3.2", base_url=f"{server.url}/v1/", max_tokens_field="max_tokens"
             )
             await call(OpenAITarget(cfg, None), CompletionRequest.from_prompt("hi", max_tokens=5))
         body = server.seen[0].json()
         assert "authorization" not in server.seen[0].headers
-        assert body["max_completion_tokens"] == 5 and "max_tokens" not in body
+        assert body["max_tokens"] == 5 and "max_completion_tokens" not in body
         assert "temperature" not in body and "response_format" not in body
         assert body["messages"] == [{"role": "user", "content": "hi"}]
 

@@ -108,10 +108,11 @@ class OpenAITarget(HttpTarget):
         return None
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        """OpenAI's own API takes ``max_completion_tokens``; servers that copy it (a custom
-        ``base_url``) mostly know only ``max_tokens``. ``max_tokens_field`` overrides both."""
-        field = "max_tokens" if self.config.base_url else "max_completion_tokens"
-        return chat_body(self.config, request, model=self.config.model, max_tokens_field=field)
+        """The token limit goes in ``max_completion_tokens`` (the current API's name) unless
+        ``max_tokens_field`` names another, for servers that know only ``max_tokens``."""
+        return chat_body(
+            self.config, request, model=self.config.model, max_tokens_field="max_completion_tokens"
+        )
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         data = await self.post_json(

@@ -147,6 +147,11 @@ def _gemini(seen: Seen, mode: str) -> Reply:
 _FAKES = {"openai": _openai, "anthropic": _anthropic, "gemini": _gemini}
 
 
+def openai_upstream(seen: Seen) -> Reply:
+    """The OpenAI fake as a plain handler, for a FakeServer of one's own."""
+    return _openai(seen, "")
+
+
 class Upstreams:
     """One fake server per provider kind, each answering in ``modes[kind]`` (default normal)."""
 

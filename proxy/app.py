@@ -339,9 +339,10 @@ class ProxyRoutes:
         chat = _parse(ChatCompletionRequest, body)
         request, question = openai_compat.completion_request(chat)
         name = self._pick(grant, chat.model, lenient=True)
-        if request.uses_tools and not getattr(self._target(name), "supports_tools", False):
-            kind = getattr(self._target(name), "kind", "unknown kind")
-            raise ProxyError(400, "tools_unsupported", str(ToolsUnsupported(name, kind)))
+        target = self._target(name)
+        if request.uses_tools and not getattr(target, "supports_tools", False):
+            refusal = ToolsUnsupported(name, getattr(target, "kind", "unknown kind"))
+            raise ProxyError(400, "tools_unsupported", refusal.message)
         self._reserve(grant, 1)
         response, _ = await self._call(grant, name, request, question)
         if chat.stream:

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from evalrun.targets import CompletionRequest, ConfigError, TargetError, build_provider
+from evalrun.targets import (
+    CompletionRequest,
+    ConfigError,
+    ManagedTarget,
+    TargetError,
+    ToolsUnsupported,
+    build_provider,
+)
 from evalrun.targets.anthropic import AnthropicTarget
 from evalrun.targets.azure import AzureOpenAITarget
 from evalrun.targets.gemini import GeminiTarget
@@ -393,3 +400,29 @@ def test_keyed_providers_refuse_to_start_without_a_key(kind: str) -> None:
         build_provider(config(kind=kind, model="m", api_key_env="MY_KEY"), env={})
     with pytest.raises(ConfigError, match="needs an API key"):
         build_provider(config(kind=kind, model="m"), env={})
+
+
+def test_a_tool_turn_without_a_call_id_is_plain_text_to_every_kind() -> None:
+    """Eval-file transcripts may hold ``role: tool`` turns with no call id: they are history,
+    not a tool exchange, so they go as user text and mock targets take them too."""
+    transcript = CompletionRequest(
+        messages=[
+            {"role": "user", "content": "Weather?"},
+            {"role": "tool", "content": "sunny"},
+            {"role": "user", "content": "So?"},
+        ]
+    )
+    assert not transcript.uses_tools
+
+    async def main() -> list[Any]:
+        async with FakeServer(lambda seen: openai_reply("ok")) as server:
+            await call(OpenAITarget(config(model="m", base_url=server.url), KEY), transcript)
+            return server.seen[0].json()["messages"]
+
+    assert [m["role"] for m in run(main())] == ["user", "user", "user"]
+    mock = config(kind="mock", default="fine")
+    managed = ManagedTarget(build_provider(mock), mock)
+    assert run(managed.complete(transcript)).text == "fine"
+    offered = CompletionRequest.from_prompt("Weather?", tools=[{"type": "function"}])
+    with pytest.raises(ToolsUnsupported, match="target 't' \\(mock\\) cannot call tools"):
+        run(managed.complete(offered))

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TokenUsage
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TargetError,
+    TokenUsage,
+    is_tool_result,
+)
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.http import HttpTarget, iter_dicts, text_of
 from evalrun.targets.tools import (
@@ -29,8 +35,8 @@ AUTH_SCHEMES = ("bearer", "x-api-key")
 def _blocks(message: dict[str, Any]) -> tuple[str, list[Block]]:
     role = message.get("role")
     text = text_of(message.get("content"))
-    if role == "tool":
-        result = {"type": "tool_result", "tool_use_id": str(message.get("tool_call_id") or "")}
+    if is_tool_result(message):
+        result = {"type": "tool_result", "tool_use_id": str(message["tool_call_id"])}
         return "user", [{**result, "content": text}]
     calls = [
         {"type": "tool_use", "id": call.get("id"), "name": call_name(call)}

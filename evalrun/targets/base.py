@@ -27,6 +27,12 @@ class TokenUsage:
         }
 
 
+def is_tool_result(message: dict[str, Any]) -> bool:
+    """A ``role: "tool"`` turn answering a call by id. A ``tool`` turn without an id (a
+    transcript in an eval file) is plain text to every provider."""
+    return message.get("role") == "tool" and bool(message.get("tool_call_id"))
+
+
 @dataclass
 class CompletionRequest:
     """A provider-neutral chat request.
@@ -67,7 +73,7 @@ class CompletionRequest:
     def uses_tools(self) -> bool:
         """True when the request offers tools or replays an earlier tool exchange."""
         return bool(self.tools) or any(
-            m.get("role") == "tool" or m.get("tool_calls") for m in self.messages
+            is_tool_result(m) or m.get("tool_calls") for m in self.messages
         )
 
     def cache_key_material(self) -> dict[str, Any]:

@@ -8,7 +8,13 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TokenUsage
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TargetError,
+    TokenUsage,
+    is_tool_result,
+)
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.http import HttpTarget, iter_dicts, text_of, wants_json
 from evalrun.targets.tools import (
@@ -66,7 +72,7 @@ def _parts_of(request: CompletionRequest) -> Any:
     def parts(message: dict[str, Any]) -> tuple[str, list[Block]]:
         role = message.get("role")
         text = text_of(message.get("content"))
-        if role == "tool":
+        if is_tool_result(message):
             name = names.get(message.get("tool_call_id")) or str(message.get("name") or "")
             if not name:
                 raise TargetError("a tool message answers no known tool call", status=400)

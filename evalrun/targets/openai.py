@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse, TokenUsage
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TokenUsage,
+    is_tool_result,
+)
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.http import HttpTarget, text_of
 
@@ -21,7 +26,7 @@ _MESSAGE_KEYS = ("name", "tool_calls", "tool_call_id", "refusal")
 
 def chat_messages(request: CompletionRequest) -> list[dict[str, Any]]:
     """System prompt first, then the conversation. Tool turns, tool calls and content parts
-    pass unchanged; unknown roles become ``user``."""
+    pass unchanged; unknown roles, and ``tool`` turns that answer no call id, become ``user``."""
     messages: list[dict[str, Any]] = (
         [{"role": "system", "content": request.system_prompt}] if request.system_prompt else []
     )
@@ -30,7 +35,9 @@ def chat_messages(request: CompletionRequest) -> list[dict[str, Any]]:
         content = message.get("content")
         if not isinstance(content, list) and not (content is None and message.get("tool_calls")):
             content = text_of(content)
-        out: dict[str, Any] = {"role": role if role in _ROLES else "user", "content": content}
+        if role not in _ROLES or (role == "tool" and not is_tool_result(message)):
+            role = "user"
+        out: dict[str, Any] = {"role": role, "content": content}
         out.update({k: message[k] for k in _MESSAGE_KEYS if message.get(k) is not None})
         messages.append(out)
     return messages

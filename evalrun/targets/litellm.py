@@ -13,7 +13,7 @@ import os
 from typing import Any
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import ConfigError, TargetConfig, missing_extra
 from evalrun.targets.http import REDACTED
 from evalrun.targets.openai import chat_messages, parse_chat_completion
 
@@ -30,12 +30,8 @@ def _litellm() -> Any:
     """Import litellm without its start-up download of a price list (a run makes no network
     calls it was not asked for)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    try:
-        import litellm
-    except ImportError:
-        raise ConfigError(
-            "the litellm target kind needs the litellm package: pip install 'evalrun[litellm]'"
-        ) from None
+    import litellm
+
     litellm.suppress_debug_info = True
     litellm.telemetry = False
     return litellm
@@ -51,6 +47,9 @@ class LiteLLMTarget:
                 f"target '{config.name}' (litellm) needs 'model', in litellm's naming "
                 "(e.g. bedrock/anthropic.claude-3-5-haiku-20241022-v1:0)"
             )
+        missing = missing_extra(config)
+        if missing:
+            raise ConfigError(missing)
         params = config.extra("litellm_params") or {}
         if not isinstance(params, dict):
             raise ConfigError(

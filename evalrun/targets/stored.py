@@ -11,7 +11,7 @@ from evalrun.targets.base import CompletionRequest, CompletionResponse, TokenUsa
 from evalrun.targets.config import TargetConfig
 
 #: config keys that decide which model answers (the target's name does not)
-_IDENTITY_EXTRAS = ("endpoint", "deployment", "api_version", "command", "cwd")
+_IDENTITY_EXTRAS = ("endpoint", "deployment", "api_version", "command", "cwd", "litellm_params")
 
 
 def canonical_json(value: Any) -> str:

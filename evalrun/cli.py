@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "proxy",
     "grader",
     "sdk",
+    "calibrate",
 )
 
 #: Options of ``evalrun`` itself; anything else in front of the file belongs to ``run``.

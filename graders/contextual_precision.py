@@ -88,6 +88,8 @@ def score_groups(groups: list[RetrievalGroup], per_tool_call: bool, how: str) ->
         "relevant": sum(g["relevant"] for g in group_details),
         "total": sum(g["total"] for g in group_details),
         "groups": group_details,
+        # per-item verdicts in the shape of a case's `labels:` (docs/judges.md)
+        "verdicts": {"relevant": [n["relevant"] for g in group_details for n in g["nodes"]]},
     }
     if not per_tool_call:
         result.details["nodes"] = group_details[0]["nodes"]

@@ -56,7 +56,12 @@ def score_statements(
         f"{supported} of {len(rows)} statements of the expected answer are supported by the "
         f"retrieval context: recall {format_score(result.score or 0.0)}."
     )
-    result.details = {"statements": rows, "context_size": len(context)}
+    result.details = {
+        "statements": rows,
+        "context_size": len(context),
+        # per-item verdicts in the shape of a case's `labels:` (docs/judges.md)
+        "verdicts": {"attributable": {r["statement"]: r["attributable"] for r in rows}},
+    }
     return result
 
 

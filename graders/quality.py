@@ -371,6 +371,8 @@ def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
             "unparsed": [r.name for r in outcome.results if r.score is None],
             "skipped": outcome.skipped,
             "weights": {r.name: outcome.weights.get(r.name, 1.0) for r in parsed},
+            # per-item verdicts in the shape of a case's `labels:` (docs/judges.md)
+            "verdicts": {"quality": {r.name: r.choice for r in parsed}},
         },
     }
 

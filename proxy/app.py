@@ -206,6 +206,10 @@ class ProxyRoutes:
             **extra,
         )
 
+    def _calls(self, name: str) -> int:
+        """What one request to ``name`` costs the budget: a judge panel costs one per member."""
+        return int(getattr(self._target(name), "calls_per_request", 1))
+
     def _target(self, name: str) -> Target:
         target = self._resolved.get(name)
         if target is None:
@@ -267,6 +271,7 @@ class ProxyRoutes:
                 cached=response.cached,
                 replayed=response.replayed,
                 cost_usd=response.cost_usd,
+                panel=response.panel,
             )
             return response, latency
         self.registry.record(
@@ -309,7 +314,7 @@ class ProxyRoutes:
         grant = self._authorize(authorization)
         item = _parse(InvokeRequest, body)
         name = self._pick(grant, item.target)
-        self._reserve(grant, 1)
+        self._reserve(grant, self._calls(name))
         response, latency = await self._call(grant, name, self._completion(item), item.question)
         return 200, _dumps(_invoke_payload(name, response, latency))
 
@@ -317,7 +322,7 @@ class ProxyRoutes:
         grant = self._authorize(authorization)
         batch = _parse(InvokeBatchRequest, body)
         names = [self._pick(grant, item.target) for item in batch.requests]
-        self._reserve(grant, len(names))
+        self._reserve(grant, sum(self._calls(name) for name in names))
         results = await asyncio.gather(
             *(
                 self._call(grant, name, self._completion(item), item.question)
@@ -343,7 +348,7 @@ class ProxyRoutes:
         if request.uses_tools and not getattr(target, "supports_tools", False):
             refusal = ToolsUnsupported(name, getattr(target, "kind", "unknown kind"))
             raise ProxyError(400, "tools_unsupported", refusal.message)
-        self._reserve(grant, 1)
+        self._reserve(grant, self._calls(name))
         response, _ = await self._call(grant, name, request, question)
         if chat.stream:
             include_usage = bool(chat.stream_options and chat.stream_options.include_usage)

@@ -190,6 +190,7 @@ class GrantRegistry:
         cached: bool = False,
         replayed: bool = False,
         cost_usd: float | None = None,
+        panel: dict[str, Any] | None = None,
     ) -> None:
         """Account one finished call and keep a redacted copy of its prompt and response."""
         grant.latency_ms += latency_ms
@@ -216,6 +217,8 @@ class GrantRegistry:
         }
         if error_code is not None:
             entry["error_code"] = error_code
+        if panel is not None:
+            entry["panel"] = redact.any(panel, grant.token)
         grant.records.append(entry)
 
 

@@ -117,20 +117,23 @@ def _check_targets(
             uses.append(answerer)
     graders = _graders(loaded, cases)
     if any(needs_judge(g) for _, g in graders):
-        chosen = (
-            _Use(judge, "--judge")
-            if judge
-            else _Use(spec.judge, loaded.where(("judge",)))
-            if spec.judge
-            else answerer
-        )
-        if chosen is None and need_target:
-            problems.append(
-                f"{loaded.path}: judge: graders need a judge: set 'judge:' or 'target:' in the "
-                f"eval file or pass --judge (configured: {configured})"
+        if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
+            uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
+        else:
+            chosen = (
+                _Use(judge, "--judge")
+                if judge
+                else _Use(spec.judge, loaded.where(("judge",)))
+                if isinstance(spec.judge, str)
+                else answerer
             )
-        elif chosen is not None:
-            uses.append(chosen)
+            if chosen is None and need_target:
+                problems.append(
+                    f"{loaded.path}: judge: graders need a judge: set 'judge:' or 'target:' in "
+                    f"the eval file or pass --judge (configured: {configured})"
+                )
+            elif chosen is not None:
+                uses.append(chosen)
     for loc, grader in graders:
         access = grader.access
         for k, name in enumerate((access.allow or []) if access else []):
@@ -156,6 +159,12 @@ def _target_problem(
     name: str, targets: TargetsFile, replay: bool, env: Mapping[str, str]
 ) -> str | None:
     config = targets.get(name)
+    if config.kind == "panel":
+        members = config.extra("members") or []
+        if not members:
+            return f"panel '{name}' has no members (members: [target, ...])"
+        found = [_target_problem(m, targets, replay, env) for m in members]
+        return "; ".join(p for p in found if p) or None
     if replay:
         return None  # a replayed run makes no live call: no key, no model
     try:

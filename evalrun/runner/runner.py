@@ -56,9 +56,10 @@ class EvalRun:
             loaded.tests, filters=options.filters, shard=options.shard, only_ids=options.only_ids
         )
         self.target_name = options.target or spec.target
-        self.judge_name = options.judge or spec.judge or self.target_name
         lookup = locate_targets_file(options.targets_file, loaded.folder)
         self.pool = TargetPool(load_targets(lookup.path), options.stores)
+        judge = options.judge or spec.judge or self.target_name
+        self.judge_name = self.pool.file.add_panel(judge) if isinstance(judge, list) else judge
         problems = check_eval(
             loaded,
             cases=self.cases,

@@ -157,6 +157,8 @@ class TestCase(BaseModel):
     output: Conversation | None = None
     graders: list[GraderSpec] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: the verdicts a person gave, for ``evalrun calibrate`` (docs/judges.md)
+    labels: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -177,7 +179,8 @@ class EvalFile(BaseModel):
 
     description: str | None = None
     target: str | None = None
-    judge: str | None = None
+    #: a target name, or a list of them: a judge panel (docs/judges.md)
+    judge: str | list[str] | None = None
     rubric: str | None = None
     graders: list[GraderSpec] = Field(default_factory=list)
     tests: list[TestCase] | str

@@ -35,6 +35,7 @@ from evalrun.targets.config import (
     missing_extra,
 )
 from evalrun.targets.managed import ManagedTarget
+from evalrun.targets.panel import PanelTarget
 
 __all__ = [
     "CompletionRequest",
@@ -107,8 +108,8 @@ class TargetPool:
         self.file = targets
         self._stores = stores or StoreOptions()
         self._env = os.environ if env is None else env
-        self._built: dict[str, ManagedTarget] = {}
-        self._lock = threading.Lock()
+        self._built: dict[str, ManagedTarget | PanelTarget] = {}
+        self._lock = threading.RLock()
         self._cache = self._recorder = self._replay = None
         if self._stores.cache_dir is not None:
             from evalrun.targets.cache import ResponseCache
@@ -138,11 +139,16 @@ class TargetPool:
                 if missing:
                     raise ConfigError(missing)
 
-    def get(self, name: str) -> ManagedTarget:
-        """The one ManagedTarget for ``name`` (locked: the proxy may ask from its own thread)."""
+    def get(self, name: str) -> ManagedTarget | PanelTarget:
+        """The one target for ``name`` (locked: the proxy may ask from its own thread). A panel
+        is built from its members' own managed targets (docs/judges.md)."""
         with self._lock:
             if name not in self._built:
                 config = self.file.get(name)
+                if config.kind == "panel":
+                    members = [self.get(m) for m in config.extra("members") or []]
+                    self._built[name] = PanelTarget(config, members)
+                    return self._built[name]
                 provider = (
                     _ReplayOnly(config)
                     if self._replay is not None

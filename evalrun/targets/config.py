@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-KINDS = ("openai", "azure", "anthropic", "gemini", "litellm", "cli", "mock", "local")
+KINDS = ("openai", "azure", "anthropic", "gemini", "litellm", "cli", "mock", "local", "panel")
 
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -143,6 +143,13 @@ class TargetsFile(BaseModel):
     @property
     def names(self) -> list[str]:
         return [t.name for t in self.targets]
+
+    def add_panel(self, members: list[str]) -> str:
+        """The name of a panel of ``members`` (``judge: [a, b, c]`` in an eval file)."""
+        name = "panel:" + "+".join(members)
+        if name not in self.names:
+            self.targets.append(TargetConfig(name=name, kind="panel", members=list(members)))
+        return name
 
 
 #: Targets that exist without any targets.yaml, so a fresh checkout can run offline.

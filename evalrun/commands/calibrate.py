@@ -1,0 +1,113 @@
+"""``evalrun calibrate FILE --judge A --judge B``: how well does each judge agree with people?
+
+Runs the cases that carry ``labels:`` once per judge (same graders, same cache), then compares
+every grader's per-item verdicts with the labels (docs/judges.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from pathlib import Path
+
+import typer
+
+from evalrun.calibration.compare import calibrate as compare
+from evalrun.calibration.render import markdown, page
+from evalrun.results.bundle import read_results
+from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.preflight import PreflightError
+from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.targets import ConfigError, StoreOptions
+
+
+def calibrate(
+    file: Path = typer.Argument(..., help="An eval file whose cases carry labels:."),
+    judges: list[str] = typer.Option(
+        ..., "--judge", "-j", metavar="TARGET", help="A judge to compare (repeat for each)."
+    ),
+    targets: Path | None = typer.Option(
+        None, "--targets", metavar="FILE", help="targets.yaml to use (default: the usual lookup)."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        metavar="DIR",
+        help="Where the runs and the report go (default: .evalrun/calibrations/<time>-<eval>).",
+    ),
+    min_kappa: float | None = typer.Option(
+        None,
+        "--min-kappa",
+        metavar="K",
+        help="Exit 1 when the recommended judge's mean kappa/alpha is below K.",
+    ),
+    tolerance: float = typer.Option(
+        0.05,
+        "--tolerance",
+        metavar="X",
+        help="Recommend the cheapest judge within X of the best mean kappa/alpha.",
+    ),
+    workers: int = typer.Option(4, "--workers", "-w", min=1, help="Cases in flight at once."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the response cache."),
+) -> None:
+    """Compare judges with human labels: agreement, kappa/alpha, confusion, cost; recommend one."""
+    try:
+        loaded = load_eval(file)
+    except EvalFileError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(ExitCode.USAGE) from None
+    labels = {case.id: case.labels for case in loaded.tests if case.labels}
+    if not labels:
+        typer.echo(f"error: {file}: no case carries labels: (see docs/judges.md)", err=True)
+        raise typer.Exit(ExitCode.USAGE)
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    folder = out or Path(".evalrun/calibrations") / f"{stamp}-{loaded.name}"
+    if folder.exists() and any(folder.iterdir()):
+        typer.echo(f"error: --out {folder} is not empty", err=True)
+        raise typer.Exit(ExitCode.USAGE)
+    runs = {}
+    for judge in dict.fromkeys(judges):
+        bundle = folder / "runs" / judge.replace("/", "_")
+        options = RunOptions(
+            out=bundle,
+            judge=judge,
+            targets_file=targets,
+            workers=workers,
+            only_ids=set(labels),
+            max_errors=len(labels),
+            stores=StoreOptions(cache_dir=None if no_cache else Path(".evalrun/cache")),
+            quiet=True,
+        )
+        from evalrun.runner.runner import EvalRun
+
+        try:
+            run = EvalRun(loaded, options)
+        except PreflightError as exc:
+            typer.echo("\n".join(exc.problems), err=True)
+            raise typer.Exit(ExitCode.USAGE) from None
+        except (ConfigError, ValueError) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(ExitCode.USAGE) from None
+        typer.echo(f"judging {len(labels)} labelled cases with {judge} ...", err=True)
+        outcome = asyncio.run(run.run())
+        if outcome.exit_code == ExitCode.INTERRUPTED:
+            raise typer.Exit(ExitCode.INTERRUPTED)
+        runs[judge] = read_results(bundle)
+    result = compare(labels, runs, tolerance=tolerance)
+    report = markdown(result, loaded.spec.description or loaded.name)
+    (folder / "calibration.md").write_text(report, encoding="utf-8")
+    (folder / "calibration.html").write_text(page(result, loaded.name), encoding="utf-8")
+    (folder / "calibration.json").write_text(
+        json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8"
+    )
+    typer.echo(report)
+    typer.echo(f"calibration report: {folder}")
+    best = result.scores.get(result.recommended) if result.recommended else None
+    if min_kappa is not None and (best is None or best < min_kappa):
+        raise typer.Exit(ExitCode.GATE_FAILED)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("calibrate")(calibrate)

@@ -146,13 +146,14 @@ def calibrate(
     disagreements: dict[str, list[Pair]] = {}
     scores: dict[str, float | None] = {}
     costs: dict[str, float | None] = {}
+    latencies: dict[str, float | None] = {}
     unmatched: dict[str, int] = {}
     label_count = sum(len(flatten(v)) for v in labels.values())
     for judge, results in runs.items():
         pairs = pairs_for(labels, results)
         unmatched[judge] = label_count - len({(p.case_id, p.kind, p.item) for p in pairs})
         cost, latency = _usage(results)
-        costs[judge] = cost
+        costs[judge], latencies[judge] = cost, latency
         groups: dict[tuple[str, str], list[Pair]] = defaultdict(list)
         for pair in pairs:
             groups[(pair.grader, pair.kind)].append(pair)

@@ -173,7 +173,7 @@ def calibrate(
         disagreements,
         scores,
         costs,
-        _recommend(scores, costs, tolerance),
+        _recommend(scores, costs, latencies, tolerance),
         tolerance,
         unmatched,
     )
@@ -186,12 +186,16 @@ def _distance(pair: Pair) -> float:
 
 
 def _recommend(
-    scores: dict[str, float | None], costs: dict[str, float | None], tolerance: float
+    scores: dict[str, float | None],
+    costs: dict[str, float | None],
+    latencies: dict[str, float | None],
+    tolerance: float,
 ) -> str | None:
-    """The cheapest judge whose score is within ``tolerance`` of the best (unknown cost: 0)."""
+    """The cheapest judge whose score is within ``tolerance`` of the best; then the better
+    score, then the faster judge."""
     scored = {j: s for j, s in scores.items() if s is not None}
     if not scored:
         return None
     best = max(scored.values())
     near = [j for j, s in scored.items() if s >= best - tolerance]
-    return min(near, key=lambda j: (costs.get(j) or 0.0, -scored[j]))
+    return min(near, key=lambda j: (costs.get(j) or 0.0, -scored[j], latencies.get(j) or 0.0))

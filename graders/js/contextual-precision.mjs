@@ -107,6 +107,8 @@ function scoreGroups(groups, perToolCall, how) {
     relevant: details.reduce((s, g) => s + g.relevant, 0),
     total: details.reduce((s, g) => s + g.total, 0),
     groups: details,
+    // per-item verdicts in the shape of a case's `labels:` (docs/judges.md)
+    verdicts: { relevant: details.flatMap((g) => g.nodes.map((n) => n.relevant)) },
   };
   if (!perToolCall) out.nodes = details[0].nodes;
   return { score, reason, hits, misses, details: out };

@@ -115,7 +115,6 @@ class CompletionResponse:
     replayed: bool = False
     latency_ms: float = 0.0
     cost_usd: float | None = None
-    refusal: str | None = None
     #: a judge panel's members' replies, agreement and split fields (targets/panel.py)
     panel: dict[str, Any] | None = None
 

@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from evalrun.targets import local_calibration as cal
+from evalrun.targets.local_cues import Cues, clauses, compare, facts
 from evalrun.targets.local_text import (
     coverage,
     lexical,
@@ -32,7 +33,8 @@ RELEVANCE_FEATURES = ("cosine", "gap_to_best", "about_top_subject", "query_words
 BATCH_COLUMNS = (0, 1, 2)
 SINGLE_COLUMNS = (0, 3)
 ATTRIBUTION_FEATURES = ("cosine", "predicate_cosine", "numbers", "conflict", "words")
-#: The attribution models read the first four; "words" only explains the verdict.
+#: The attribution models read the first four; "words" only explains the verdict. The decision
+#: model also reads two cues of the unit's aligned clause: "other_name", "cross_lingual".
 ATTRIBUTION_COLUMNS = (0, 1, 2, 3)
 
 
@@ -47,8 +49,11 @@ class Logistic:
     weights: tuple[float, ...]
     bias: float
 
+    def logit(self, features: Sequence[float]) -> float:
+        return float(np.dot(self.weights, features)) + self.bias
+
     def probability(self, features: Sequence[float]) -> float:
-        z = float(np.dot(self.weights, features)) + self.bias
+        z = self.logit(features)
         return 1.0 / (1.0 + math.exp(-max(min(z, 50.0), -50.0)))
 
 
@@ -60,6 +65,10 @@ class Verdict:
     node: int | None = None
     evidence: str = ""
     list_size: int = 1
+    cue: str | None = None
+    """The contradiction cue that decided a "no" (docs/local-judge.md), if one did."""
+    abstained: bool = False
+    """The probability fell in the calibrated uncertain band: the judge cannot tell."""
 
     @property
     def confidence(self) -> float:
@@ -107,28 +116,67 @@ def judge_relevance(
     )
     features = tuple(float(row[i]) for i in columns)
     p = model.probability(features)
+    band = cal.RELEVANCE_BAND
     return Verdict(
         ok=p >= 0.5,
         probability=p,
         features=tuple(float(x) for x in row),
         list_size=len(batch),
+        abstained=band[0] < p < band[1],
     )
 
 
-def attribution_units(context: list[str]) -> tuple[list[str], list[int]]:
-    """Each passage whole and, when it has several sentences, each sentence (with its node).
+@dataclass(frozen=True)
+class Units:
+    """Attribution candidates: each clause, and the sentences and passages made of several.
 
-    Units have their leading pronouns resolved, so "It was completed in 1889." reads as
-    "The Eiffel Tower was completed in 1889." after a passage about the tower.
+    ``members[i]`` lists the clause units unit ``i`` is made of (a clause: itself). Contradiction
+    cues are read on clauses, where meaning lives; support may come from any unit.
     """
-    units: list[str] = []
+
+    texts: list[str]
+    nodes: list[int]
+    members: list[list[int]]
+    sentences: list[str]
+    """The sentence each unit belongs to (a passage unit: the passage)."""
+
+    @property
+    def clauses(self) -> list[int]:
+        return [i for i, m in enumerate(self.members) if m == [i]]
+
+
+def attribution_units(context: list[str]) -> Units:
+    """Units have their leading pronouns resolved, so "It was completed in 1889." reads as
+    "The Eiffel Tower was completed in 1889." after a passage about the tower."""
+    texts: list[str] = []
     nodes: list[int] = []
+    members: list[list[int]] = []
+    within: list[str] = []
+
+    def add(text: str, node: int, parts: list[int] | None, sentence: str = "") -> int:
+        texts.append(text)
+        nodes.append(node)
+        within.append(sentence or text)
+        members.append(parts if parts is not None else [len(texts) - 1])
+        return len(texts) - 1
+
     for node, parts in enumerate(resolve_pronouns(context), start=1):
-        whole = " ".join(parts) if parts else context[node - 1]
-        for unit in [whole, *(parts if len(parts) > 1 else [])]:
-            units.append(unit)
-            nodes.append(node)
-    return units, nodes
+        sentences_of = parts or [context[node - 1]]
+        passage_clauses: list[int] = []
+        for sentence in sentences_of:
+            pieces = clauses(sentence)
+            if len(pieces) > 1:
+                own = [add(piece, node, None, sentence) for piece in pieces]
+                if len(sentences_of) == 1:
+                    add(" ".join(sentences_of), node, own)
+                else:
+                    add(sentence, node, own)
+            else:
+                own = [add(sentence, node, None)]
+            passage_clauses += own
+        if len(sentences_of) > 1:
+            add(" ".join(sentences_of), node, passage_clauses)
+    return Units(texts, nodes, members, within)
 
 
 def attribution_features(encoder: Encoder, statement: str, units: list[str]) -> np.ndarray:
@@ -144,21 +192,79 @@ def attribution_features(encoder: Encoder, statement: str, units: list[str]) -> 
     return np.array(rows, dtype=np.float64)
 
 
+@dataclass(frozen=True)
+class Alignment:
+    """A statement against its context: features per unit, cues per unit (of its aligned clause)."""
+
+    units: Units
+    rows: np.ndarray
+    cues: list[Cues]
+    rank: list[float]
+
+    def best(self, clean: bool = False) -> int | None:
+        pool = [i for i, c in enumerate(self.cues) if not clean or c.reason is None]
+        return max(pool, key=lambda i: self.rank[i]) if pool else None
+
+    def decision_row(self, unit: int) -> list[float]:
+        row = self.rows[unit]
+        cue = self.cues[unit]
+        return [*(float(row[i]) for i in ATTRIBUTION_COLUMNS), float(cue.other_name),
+                float(cue.cross_lingual)]  # fmt: skip
+
+
+def align(
+    encoder: Encoder, statement: str, context: list[str], rank: Logistic | None = None
+) -> Alignment:
+    rank = rank or ATTRIBUTION_RANK
+    units = attribution_units(context)
+    rows = attribution_features(encoder, statement, units.texts)
+    claim, everything = facts(statement), facts(" ".join(context))
+    clause_cues = {
+        i: compare(claim, facts(units.texts[i]), facts(units.sentences[i]), everything)
+        for i in units.clauses
+    }
+    fit = rows[:, 0] + rows[:, 1]
+    cues = [clause_cues[max(m, key=lambda i: fit[i])] for m in units.members]
+    logits = [rank.logit(row[list(ATTRIBUTION_COLUMNS)]) for row in rows]
+    return Alignment(units, rows, cues, logits)
+
+
 def judge_attribution(encoder: Encoder, statement: str, context: list[str]) -> Verdict:
-    """Can ``statement`` be attributed to a passage of ``context``? Which one (1-based)?"""
-    units, nodes = attribution_units(context)
-    if not units:
+    """Can ``statement`` be attributed to a passage of ``context``? Which one (1-based)?
+
+    The best-aligned unit decides when its clause contradicts the statement (not supported,
+    whatever the similarity), unless a unit without any cue supports it confidently; otherwise
+    the calibrated model reads the best unit without cues, and abstains in the uncertain band.
+    """
+    alignment = align(encoder, statement, context)
+    if not alignment.units.texts:
         return Verdict(ok=False, probability=0.0, features=())
-    full = attribution_features(encoder, statement, units)
-    rows = full[:, list(ATTRIBUTION_COLUMNS)]
-    best = int(np.argmax([ATTRIBUTION_RANK.probability(r) for r in rows]))
-    p = ATTRIBUTION.probability(rows[best])
+    return attribution_verdict(alignment, ATTRIBUTION, cal.ATTRIBUTION_KEEP, cal.ATTRIBUTION_BAND)
+
+
+def attribution_verdict(
+    alignment: Alignment, model: Logistic, keep: float, band: tuple[float, float]
+) -> Verdict:
+    best, clean = alignment.best(), alignment.best(clean=True)
+    p = model.probability(alignment.decision_row(clean)) if clean is not None else 0.0
+    cue = alignment.cues[best].reason
+    if cue is not None and p < keep:
+        return Verdict(
+            ok=False,
+            probability=1.0 - cal.CONTRADICTION_CONFIDENCE,
+            features=tuple(float(x) for x in alignment.rows[best]),
+            node=alignment.units.nodes[best],
+            evidence=alignment.units.texts[best],
+            cue=cue,
+        )
+    unit = clean if clean is not None else best
     return Verdict(
         ok=p >= 0.5,
         probability=p,
-        features=tuple(float(x) for x in full[best]),
-        node=nodes[best],
-        evidence=units[best],
+        features=tuple(float(x) for x in alignment.rows[unit]),
+        node=alignment.units.nodes[unit],
+        evidence=alignment.units.texts[unit],
+        abstained=band[0] < p < band[1],
     )
 
 

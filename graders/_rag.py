@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput, Verdict, configured_context
+from grader_sdk import Abstain, GraderInput, Verdict, configured_context, parse_json_reply
 
 AGGREGATES = ("weighted", "mean")
 
@@ -114,11 +114,27 @@ def check_budget(remaining: int, max_calls: int, needed: int, work: str) -> None
         )
 
 
+def _declined(raw: str) -> str | None:
+    """The reason of a reply that says it cannot tell (``{"abstain": true, "reason": ..}``, as
+    the local judge answers in its uncertain band, docs/local-judge.md), else None."""
+    reply = parse_json_reply(raw)
+    if isinstance(reply, dict) and reply.get("abstain") is True:
+        return str(reply.get("reason") or "no reason given")
+    return None
+
+
 def check_verdicts(verdicts: list[Verdict], count: int, item: str, where: str = "") -> None:
     """Abstain unless the judge gave one readable verdict for each of the ``count`` items."""
     if len(verdicts) != count:
         raise Abstain(f"the judge returned {len(verdicts)} verdicts for {count} {item}s")
     unreadable = [i for i, v in enumerate(verdicts, 1) if v.ok is None]
+    declined = {i: _declined(verdicts[i - 1].raw) for i in unreadable}
+    if unreadable and all(declined.values()):
+        said = "; ".join(f"{item} {i}: {declined[i]}" for i in unreadable)
+        raise Abstain(
+            f"the judge abstained{where} ({said})",
+            {"raw": [verdicts[i - 1].raw for i in unreadable]},
+        )
     if unreadable:
         raise Abstain(
             f"the judge's reply for {item}(s) {', '.join(map(str, unreadable))}{where} could not "

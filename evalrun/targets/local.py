@@ -109,10 +109,13 @@ class LocalTarget:
                 where += ", and it names the subject of the best one"
         else:
             where = "judged without its retrieval list"
-        reason = (
-            f"{'relevant' if verdict.ok else 'not relevant'}: cosine {cosine:.3f} ({where}); "
+        detail = (
+            f"cosine {cosine:.3f} ({where}); "
             f"{words:.0%} of the query's content words appear in the passage"
         )
+        if verdict.abstained:
+            return _abstain("relevant", verdict, detail)
+        reason = f"{'relevant' if verdict.ok else 'not relevant'}: {detail}"
         return {"relevant": verdict.ok, "reason": reason, "confidence": verdict.confidence}
 
     def _attribution(self, task: dict[str, Any]) -> dict[str, Any]:
@@ -128,12 +131,24 @@ class LocalTarget:
                 "confidence": 1.0,
             }
         verdict = judge.judge_attribution(self._encoder(), statement, context)
-        cosine, _, numbers, conflict, words = verdict.features
+        cosine, _, numbers, _, words = verdict.features
+        if verdict.cue:
+            reason = (
+                f"not supported: the closest passage, node {verdict.node}, contradicts it "
+                f"({verdict.cue}: {verdict.evidence!r})"
+            )
+            return {
+                "attributable": False,
+                "node": None,
+                "reason": reason,
+                "confidence": verdict.confidence,
+            }
         detail = (
             f"closest passage is node {verdict.node} (cosine {cosine:.3f}, "
-            f"{words:.0%} of the statement's content words, {numbers:.0%} of its numbers"
-            f"{', with a conflicting name or number' if conflict else ''})"
+            f"{words:.0%} of the statement's content words, {numbers:.0%} of its numbers)"
         )
+        if verdict.abstained:
+            return {**_abstain("attributable", verdict, detail), "node": None}
         return {
             "attributable": verdict.ok,
             "node": verdict.node if verdict.ok else None,
@@ -160,6 +175,21 @@ class LocalTarget:
             "choice": str(choice),
             "reason": f"cosine {cosine:.3f}, {overlap:.0%} shared content words",
         }
+
+
+def _abstain(field: str, verdict: judge.Verdict, detail: str) -> dict[str, Any]:
+    """The explicit "cannot tell" reply: the verdict field is null, so no reader takes it for
+    a yes or a no, and ``abstain`` says why (docs/local-judge.md, "Abstaining")."""
+    leaning = "yes" if verdict.ok else "no"
+    return {
+        field: None,
+        "abstain": True,
+        "reason": (
+            f"the local judge cannot tell: probability {verdict.probability:.2f} is in its "
+            f"uncertain band (leaning {leaning}); {detail}"
+        ),
+        "confidence": None,
+    }
 
 
 def _text(task: dict[str, Any], key: str, kind: str, *, empty: bool = False) -> str:

@@ -98,7 +98,7 @@ _SCALE = _set("thousand million billion trillion millionen milliarden millones m
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|km/h|°[cf]|[%€$£]|[^\W\d_]+(?:['’][^\W\d_]+)*", re.I)
 _SPLIT_EN = re.compile(
     r"\s*;\s*|,\s+(?=(?:not|when|where|after|before|until)\b)|,?\s+(?:even though|although)\s+"
-    r"|,\s+(?:but|though)\s+",
+    r"|,\s+(?:but|though)\s+|,?\s+and\s+(?=(?:their|its|his|her|they|it|he|she)\s)",
     re.I,
 )
 _AND = {"de": "und", "es": "y", "fr": "et", "it": "e", "pt": "e", "nl": "en"}

@@ -37,7 +37,7 @@ CATEGORIES = ROOT / "tests" / "data" / "local_judge_categories.yaml"
 OUTPUT = ROOT / "evalrun" / "targets" / "local_calibration.py"
 FOLDS = 5
 #: The band is the narrowest that keeps out-of-fold coverage at least this high.
-MIN_COVERAGE = 0.93
+MIN_COVERAGE = 0.92
 
 
 class CachingEncoder:
@@ -168,9 +168,10 @@ def fit_attribution(train: list[Statement]) -> AttributionModel:
     rank = fit_logistic(np.array(ux), np.array(uy))
     dx, dy = [], []
     for s in train:
-        clean = rerank(s.alignment, rank).best(clean=True)
-        if clean is not None:
-            dx.append(s.alignment.decision_row(clean))
+        alignment = rerank(s.alignment, rank)
+        best, clean = alignment.best(), alignment.best(clean=True)
+        if clean is not None and best == clean:  # the statements the cues leave to the model
+            dx.append(alignment.decision_row(clean))
             dy.append(int(s.gold > 0))
     decide = fit_logistic(np.array(dx), np.array(dy))
     best_keep, best_right = 1.01, -1

@@ -203,6 +203,8 @@ class Cues:
     number: bool = False
     unit: bool = False
     cross_lingual: bool = False
+    numbers_found: bool = False
+    """The claim has figures and the clause's sentence has every one: evidence for support."""
 
     @property
     def reason(self) -> str | None:
@@ -240,7 +242,10 @@ def compare(claim: Facts, clause: Facts, sentence: Facts, context: Facts) -> Cue
         bool(mine) and bool(theirs) and not mine & theirs
         for mine, theirs in ((claim.months, sentence.months), (claim.seasons, clause.seasons))
     )
-    return Cues(negation, swap, other, number or dates, unit, cross)
+    found = bool(claim.numbers) and all(
+        any(_same(values, v, claim.hedged) for v, _ in sentence.numbers) for values, _ in claim.numbers
+    )
+    return Cues(negation, swap, other, number or dates, unit, cross, found)
 
 
 def _named(name: str, side: Facts, other: Facts) -> bool:

@@ -33,9 +33,14 @@ RELEVANCE_FEATURES = ("cosine", "gap_to_best", "about_top_subject", "query_words
 BATCH_COLUMNS = (0, 1, 2)
 SINGLE_COLUMNS = (0, 3)
 ATTRIBUTION_FEATURES = ("cosine", "predicate_cosine", "numbers", "conflict", "words")
-#: The attribution models read the first four; "words" only explains the verdict. The decision
-#: model also reads two cues of the unit's aligned clause: "other_name", "cross_lingual".
+#: The ranking model reads the first four; "words" only explains the verdict. The decision model
+#: reads cosine, predicate_cosine, then cues of the unit's aligned clause in place of "numbers"
+#: ("numbers_found": the claim has figures and all are there), conflict, and the cues
+#: "other_name" and "cross_lingual" (DECISION_FEATURES).
 ATTRIBUTION_COLUMNS = (0, 1, 2, 3)
+DECISION_FEATURES = (
+    "cosine", "predicate_cosine", "numbers_found", "conflict", "other_name", "cross_lingual",
+)  # fmt: skip
 
 
 class Encoder(Protocol):
@@ -208,7 +213,8 @@ class Alignment:
     def decision_row(self, unit: int) -> list[float]:
         row = self.rows[unit]
         cue = self.cues[unit]
-        return [*(float(row[i]) for i in ATTRIBUTION_COLUMNS), float(cue.other_name),
+        cosine, predicate, _, conflict = (float(row[i]) for i in ATTRIBUTION_COLUMNS)
+        return [cosine, predicate, float(cue.numbers_found), conflict, float(cue.other_name),
                 float(cue.cross_lingual)]  # fmt: skip
 
 

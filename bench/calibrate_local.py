@@ -239,7 +239,8 @@ def out_of_fold_attribution(train: list[Statement]) -> list[tuple[float, bool, b
         model = fit_attribution([s for s in train if s not in fold])
         for s in fold:
             v = model.verdict(s)
-            scored.append((v.probability, v.ok == (s.gold > 0), v.cue is None))
+            if not v.unsure_name:
+                scored.append((v.probability, v.ok == (s.gold > 0), v.cue is None))
     return scored
 
 
@@ -261,7 +262,10 @@ def table(results: list[tuple[str, str, bool, bool]]) -> dict[str, dict[str, flo
     abstained) per item."""
     buckets: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
     for category, kind, right, abstained in results:
-        for key in (category, f"{kind} (all)", "all"):
+        keys = [category, f"{kind} (all)", "all"]
+        if category != "calibration":
+            keys += ["hard set (all)", f"hard set, {kind}"]
+        for key in keys:
             buckets[key].append((right, abstained))
     out = {}
     for key, items in sorted(buckets.items()):

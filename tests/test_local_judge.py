@@ -296,3 +296,155 @@ def test_proxy_refuses_free_text_with_422_and_answers_typed_tasks(judge: LocalTa
     reply = json.loads(body["rawText"])
     assert reply["attributable"] is True and reply["node"] == 2
     assert body["tokenUsage"]["input"] > 0 and body["target"] == "local"
+
+
+# --- contradictions, aliases, other languages, abstaining (docs/local-judge.md) ---------------
+
+CATEGORIES = ROOT / "tests" / "data" / "local_judge_categories.yaml"
+
+
+def attribution(target: LocalTarget, statement: str, context: list[str]) -> dict[str, Any]:
+    return ask(target, {"kind": "attribution", "statement": statement, "context": context})
+
+
+@pytest.mark.parametrize(
+    ("statement", "context", "cue"),
+    [
+        (
+            "Penguins can fly.",
+            [
+                "Penguins are flightless seabirds of the Southern Hemisphere.",
+                "Penguins cannot fly; their wings have evolved into flippers.",
+            ],
+            "negated on one side only",
+        ),
+        (
+            "Lyon is the capital of France.",
+            ["Paris is the capital of France, and Lyon is its third-largest city."],
+            "names another entity",
+        ),
+        (
+            "The Danube is 2,850 miles long.",
+            ["Die Donau ist rund 2.850 Kilometer lang."],
+            "another unit",
+        ),
+        (
+            "The Titanic sank in 1915.",
+            ["The liner Titanic sank on 15 April 1912 after striking an iceberg."],
+            "a number or date disagrees",
+        ),
+    ],
+)
+def test_a_contradiction_is_not_support_whatever_the_similarity(
+    judge: LocalTarget, statement: str, context: list[str], cue: str
+) -> None:
+    verdict = attribution(judge, statement, context)
+    assert verdict["attributable"] is False and verdict["node"] is None
+    assert cue in verdict["reason"] and 0.5 < verdict["confidence"] <= 1.0
+
+
+def test_support_in_other_words_and_other_languages(judge: LocalTarget) -> None:
+    alias = attribution(
+        judge,
+        "Mount Everest is 8,849 metres high.",
+        ["Mount Everest, known in Tibet as Chomolungma, rises to 8,849 metres."],
+    )
+    assert alias["attributable"] is True and alias["node"] == 1
+    german = attribution(
+        judge, "The Rhine flows into the North Sea.", ["Der Rhein mündet in die Nordsee."]
+    )
+    assert german["attributable"] is True
+    figures = attribution(
+        judge, "The Danube is 2,850 kilometres long.", ["Die Donau ist rund 2.850 Kilometer lang."]
+    )
+    assert figures["attributable"] is True
+
+
+def test_another_name_with_no_sign_of_an_alias_gets_an_explicit_abstain(
+    judge: LocalTarget,
+) -> None:
+    verdict = attribution(judge, "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."])
+    assert verdict["abstain"] is True and verdict["attributable"] is None
+    assert verdict["node"] is None and "cannot tell" in verdict["reason"]
+
+
+def test_the_recall_grader_leaves_a_case_unscored_when_the_local_judge_cannot_tell(
+    tmp_path: Path,
+) -> None:
+    """Real CLI run, real grader subprocess, real proxy: abstain -> unscored with the reason;
+    a contradiction -> scored 0."""
+    from tests.conftest import read_bundle, run_cli
+
+    def case(name: str, criteria: str, passages: list[str]) -> dict[str, Any]:
+        call = {"tool": "vector_search", "input": {"query": criteria}, "output": {"results": passages}}
+        return {
+            "id": name,
+            "criteria": criteria,
+            "input": [{"role": "user", "content": criteria}],
+            "expected_output": [{"role": "assistant", "tool_calls": [call]}],
+            "output": criteria,
+        }
+
+    spec = {
+        "description": "local judge abstains",
+        "target": "local",
+        "graders": [{"name": "recall", "type": "contextual-recall", "target": {"max_calls": 6}}],
+        "tests": [
+            case("other-name", "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."]),
+            case(
+                "negated",
+                "Penguins can fly.",
+                ["Penguins are birds that cannot fly, but they swim well."],
+            ),
+        ],
+    }
+    path = tmp_path / "abstain.eval.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tmp_path / "out"
+    proc = run_cli(str(path), "--target", "local", "--out", str(out), timeout=300)
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    results, _ = read_bundle(out)
+    by_id = {r["id"]: r for r in results}
+    assert len(by_id) == 2
+    unscored = by_id["other-name"]
+    assert unscored["status"] == "unscored" and unscored["score"] is None
+    reason = unscored["graders"][0]["reason"]
+    assert "the judge abstained" in reason and "cannot tell" in reason
+    assert by_id["negated"]["score"] == 0.0
+
+
+@pytest.mark.slow
+def test_held_out_split_meets_the_bar_with_the_shipped_weights() -> None:
+    """docs/local-judge.md's figures: >= 90% right where it answers, >= 85% answered, no
+    category below 75%, on the held-out groups (every second group of each category)."""
+    from evalrun.targets import local_judge
+    from evalrun.targets.local_model import get_embedder
+
+    encoder = get_embedder()
+    data = yaml.safe_load(CATEGORIES.read_text(encoding="utf-8"))
+    seen: dict[str, int] = {}
+    tally: dict[str, list[tuple[bool, bool]]] = {}
+
+    def held_out(group: dict[str, Any]) -> bool:
+        key = f"{'query' in group}:{group['category']}"
+        seen[key] = seen.get(key, 0) + 1
+        return seen[key] % 2 == 0
+
+    for group in data["attribution"]:
+        if held_out(group):
+            for gold, statement in group["statements"]:
+                v = local_judge.judge_attribution(encoder, statement, group["context"])
+                tally.setdefault(group["category"], []).append((v.ok == (gold > 0), v.abstained))
+    for group in data["relevance"]:
+        if held_out(group):
+            passages = [p for _, p in group["passages"]]
+            for label, passage in group["passages"]:
+                v = local_judge.judge_relevance(encoder, group["query"], passage, passages)
+                tally.setdefault(group["category"], []).append((v.ok == label, v.abstained))
+    every = [item for items in tally.values() for item in items]
+    answered = [right for right, abstained in every if not abstained]
+    assert len(answered) / len(every) >= 0.85
+    assert sum(answered) / len(answered) >= 0.90
+    for category, items in tally.items():
+        right = [r for r, abstained in items if not abstained]
+        assert sum(right) / len(right) >= 0.75, category

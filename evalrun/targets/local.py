@@ -180,14 +180,20 @@ class LocalTarget:
 def _abstain(field: str, verdict: judge.Verdict, detail: str) -> dict[str, Any]:
     """The explicit "cannot tell" reply: the verdict field is null, so no reader takes it for
     a yes or a no, and ``abstain`` says why (docs/local-judge.md, "Abstaining")."""
-    leaning = "yes" if verdict.ok else "no"
+    if verdict.unsure_name:
+        why = (
+            f"the closest passage names another entity than the statement does "
+            f"({verdict.evidence!r}): an alias or a different one"
+        )
+    else:
+        leaning = "yes" if verdict.ok else "no"
+        why = (
+            f"probability {verdict.probability:.2f} is in its uncertain band (leaning {leaning})"
+        )
     return {
         field: None,
         "abstain": True,
-        "reason": (
-            f"the local judge cannot tell: probability {verdict.probability:.2f} is in its "
-            f"uncertain band (leaning {leaning}); {detail}"
-        ),
+        "reason": f"the local judge cannot tell: {why}; {detail}",
         "confidence": None,
     }
 

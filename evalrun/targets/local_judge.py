@@ -73,7 +73,9 @@ class Verdict:
     cue: str | None = None
     """The contradiction cue that decided a "no" (docs/local-judge.md), if one did."""
     abstained: bool = False
-    """The probability fell in the calibrated uncertain band: the judge cannot tell."""
+    """The probability fell in the calibrated uncertain band, or ``unsure_name``: cannot tell."""
+    unsure_name: bool = False
+    """A "yes" that rests on a passage naming another entity than the statement does."""
 
     @property
     def confidence(self) -> float:
@@ -264,13 +266,18 @@ def attribution_verdict(
             cue=cue,
         )
     unit = clean if clean is not None else best
+    # Another name where the statement has one, and the context never uses the statement's:
+    # an alias ("Chomolungma" for Everest) or another entity ("Tokyo" for Kyoto) read alike to
+    # the embedding and to the words, so a "yes" there is a guess.
+    unsure_name = p >= 0.5 and alignment.cues[unit].other_name
     return Verdict(
         ok=p >= 0.5,
         probability=p,
         features=tuple(float(x) for x in alignment.rows[unit]),
         node=alignment.units.nodes[unit],
         evidence=alignment.units.texts[unit],
-        abstained=band[0] < p < band[1],
+        abstained=band[0] < p < band[1] or unsure_name,
+        unsure_name=unsure_name,
     )
 
 

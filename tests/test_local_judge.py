@@ -363,7 +363,9 @@ def test_support_in_other_words_and_other_languages(judge: LocalTarget) -> None:
 def test_another_name_with_no_sign_of_an_alias_gets_an_explicit_abstain(
     judge: LocalTarget,
 ) -> None:
-    verdict = attribution(judge, "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."])
+    verdict = attribution(
+        judge, "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."]
+    )
     assert verdict["abstain"] is True and verdict["attributable"] is None
     assert verdict["node"] is None and "cannot tell" in verdict["reason"]
 
@@ -376,7 +378,11 @@ def test_the_recall_grader_leaves_a_case_unscored_when_the_local_judge_cannot_te
     from tests.conftest import read_bundle, run_cli
 
     def case(name: str, criteria: str, passages: list[str]) -> dict[str, Any]:
-        call = {"tool": "vector_search", "input": {"query": criteria}, "output": {"results": passages}}
+        call = {
+            "tool": "vector_search",
+            "input": {"query": criteria},
+            "output": {"results": passages},
+        }
         return {
             "id": name,
             "criteria": criteria,
@@ -390,7 +396,9 @@ def test_the_recall_grader_leaves_a_case_unscored_when_the_local_judge_cannot_te
         "target": "local",
         "graders": [{"name": "recall", "type": "contextual-recall", "target": {"max_calls": 6}}],
         "tests": [
-            case("other-name", "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."]),
+            case(
+                "other-name", "Kyoto is the capital of Japan.", ["Tokyo is the capital of Japan."]
+            ),
             case(
                 "negated",
                 "Penguins can fly.",

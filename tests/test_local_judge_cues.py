@@ -52,7 +52,9 @@ def test_negation_on_one_side_only() -> None:
 
 def test_a_name_swapped_for_one_the_context_uses_elsewhere() -> None:
     context = "Lyon is France's third-largest city, while Paris serves as the national capital."
-    swapped = cues("Lyon is the capital of France.", "Paris serves as the national capital", context)
+    swapped = cues(
+        "Lyon is the capital of France.", "Paris serves as the national capital", context
+    )
     assert swapped.swap == "lyon" and swapped.reason and "lyon" in swapped.reason
     alone = cues("Kyoto is the capital of Japan.", "Tokyo is the capital of Japan.")
     assert alone.swap is None and alone.other_name and alone.reason is None

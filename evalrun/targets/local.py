@@ -187,9 +187,7 @@ def _abstain(field: str, verdict: judge.Verdict, detail: str) -> dict[str, Any]:
         )
     else:
         leaning = "yes" if verdict.ok else "no"
-        why = (
-            f"probability {verdict.probability:.2f} is in its uncertain band (leaning {leaning})"
-        )
+        why = f"probability {verdict.probability:.2f} is in its uncertain band (leaning {leaning})"
     return {
         field: None,
         "abstain": True,

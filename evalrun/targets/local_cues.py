@@ -45,14 +45,16 @@ _NEGATIONS = _set(
 #: "no more than", "not only": a negation word that bounds or adds rather than denies.
 _NOT_DENIAL = _set("more less fewer later earlier sooner longer only just")
 
-_WORD_NUMBERS = {
-    w: float(i)
-    for i, w in enumerate(
-        "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split()
-    )
-    if w != "_"
-} | {"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "hundred": 100.0}
+#: Spelled-out figures ("one" is left out: "one of the founders" is not a count).
+_SPELLED = "zero _ two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+_SPELLED += " fifteen sixteen seventeen eighteen nineteen twenty"
+_WORD_NUMBERS = {w: float(i) for i, w in enumerate(_SPELLED.split()) if w != "_"} | {
+    "thirty": 30.0,
+    "forty": 40.0,
+    "fifty": 50.0,
+    "sixty": 60.0,
+    "hundred": 100.0,
+}
 _MONTHS = {
     m: i
     for i, names in enumerate(
@@ -92,7 +94,9 @@ _UNITS = {
     "gbp": "£ pound pounds",
 }
 _UNIT_OF = {word: unit for unit, words in _UNITS.items() for word in words.split()}
-_SEASONS = _set("spring summer autumn winter frühling sommer herbst primavera verano otoño invierno")
+_SEASONS = _set(
+    "spring summer autumn winter frühling sommer herbst primavera verano otoño invierno"
+)
 _SCALE = _set("thousand million billion trillion millionen milliarden millones millions")
 
 _TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|km/h|°[cf]|[%€$£]|[^\W\d_]+(?:['’][^\W\d_]+)*", re.I)
@@ -243,7 +247,8 @@ def compare(claim: Facts, clause: Facts, sentence: Facts, context: Facts) -> Cue
         for mine, theirs in ((claim.months, sentence.months), (claim.seasons, clause.seasons))
     )
     found = bool(claim.numbers) and all(
-        any(_same(values, v, claim.hedged) for v, _ in sentence.numbers) for values, _ in claim.numbers
+        any(_same(values, v, claim.hedged) for v, _ in sentence.numbers)
+        for values, _ in claim.numbers
     )
     return Cues(negation, swap, other, number or dates, unit, cross, found)
 
@@ -298,11 +303,8 @@ def _values(token: str) -> frozenset[float]:
         readings.add(float(re.sub(r"[.,]", "", token)))
     if token.count(".") + token.count(",") == 1:
         readings.add(float(token.replace(",", ".")))
-    if not readings:
-        try:
-            readings.add(float(token))
-        except ValueError:
-            pass
+    if not readings and re.fullmatch(r"\d+", token):
+        readings.add(float(token))
     return frozenset(readings)
 
 

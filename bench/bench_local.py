@@ -1,10 +1,14 @@
 """Time and memory of the local judge: loading the model, then judging 100 pairs.
 
-    python bench/bench_local.py [--json out.json]
+    python bench/bench_local.py [--json out.json] [--baseline REF]
 
 Runs in a fresh process so the figures include the model load. Peak memory is reported twice:
 tracemalloc sees Python and numpy allocations only; ru_maxrss (the process's resident peak)
 also sees the C engine and its 4-bit weights.
+
+``--baseline`` (default: BASELINE, the judge before its contradiction cues) also times that
+commit's judge on the same tasks, in a fresh process from ``git archive``, and prints the
+per-item ratio new/old of the cold sequential runs (docs/local-judge.md, "Speed and memory").
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import json
 import os
 import platform
 import resource
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -24,7 +30,10 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: ``--code-root`` runs another checkout's judge (the baseline) with this script's tasks.
+CODE_ROOT = Path(sys.argv[sys.argv.index("--code-root") + 1]) if "--code-root" in sys.argv else ROOT
+sys.path.insert(0, str(CODE_ROOT))
+BASELINE = "2a6d360"
 
 DATA = ROOT / "tests" / "data" / "local_judge_calibration.yaml"
 PAIRS = 100
@@ -70,6 +79,8 @@ async def judge_all(target: Any, tasks: list[dict[str, Any]], concurrent: bool) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument("--baseline", default=BASELINE, help="git ref to compare with ('' = none)")
+    parser.add_argument("--code-root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     data = yaml.safe_load(DATA.read_text(encoding="utf-8"))
@@ -128,9 +139,42 @@ def main() -> None:
         },
         "judging": figures,
     }
+    if args.baseline and not args.code_root:
+        report["baseline"] = compare_with(args.baseline, figures)
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+
+def compare_with(ref: str, figures: dict[str, Any]) -> dict[str, Any]:
+    """Time ``ref``'s judge on the same tasks in a fresh process; new/old per-item ratios."""
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", ref, "evalrun"], capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        env = {**os.environ, "PYTHONPATH": tmp}
+        proc = subprocess.run(
+            [sys.executable, __file__, "--baseline", "", "--code-root", tmp],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+    old = json.loads(proc.stdout)["judging"]
+    return {
+        "ref": ref,
+        **{
+            f"{name}_cold_ms_per_pair": old[name]["cold_ms_per_pair"]
+            for name in ("relevance", "attribution")
+        },
+        **{
+            f"{name}_ratio_new_over_old": round(
+                figures[name]["cold_ms_per_pair"] / old[name]["cold_ms_per_pair"], 2
+            )
+            for name in ("relevance", "attribution")
+        },
+    }
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from evalrun.targets.local_text import STOPWORDS, split_statements, stem
 
@@ -152,7 +153,9 @@ class Facts:
     hedged: bool
 
 
+@lru_cache(maxsize=8192)
 def facts(text: str) -> Facts:
+    """Cached: a retrieval context is read once per statement of the expected answer."""
     tokens = _TOKEN.findall(text)
     lowered = [t.lower() for t in tokens]
     lower_seen = {t for t in tokens if t.islower()}

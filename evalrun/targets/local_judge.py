@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -153,6 +154,12 @@ class Units:
 
 
 def attribution_units(context: list[str]) -> Units:
+    """Cached by context: the RAG graders send one context with every statement."""
+    return _units(tuple(context))
+
+
+@lru_cache(maxsize=1024)
+def _units(context: tuple[str, ...]) -> Units:
     """Units have their leading pronouns resolved, so "It was completed in 1889." reads as
     "The Eiffel Tower was completed in 1889." after a passage about the tower."""
     texts: list[str] = []

@@ -237,7 +237,9 @@ def compare(claim: Facts, clause: Facts, sentence: Facts, context: Facts) -> Cue
     swap: str | None = None
     other = False
     if not cross:
-        missing = [n for n in claim.names if not _named(n, claim, clause)]
+        order = [stem(c) for c in claim.capitals]
+        names = sorted(claim.names, key=lambda n: order.index(n) if n in order else len(order))
+        missing = [n for n in names if not _named(n, claim, clause)]
         extra = [n for n in clause.names if not _named(n, clause, claim)]
         if missing and extra:
             elsewhere = [n for n in missing if n in context.names]

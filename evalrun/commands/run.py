@@ -25,6 +25,7 @@ from evalrun.targets import ConfigError, StoreOptions, load_targets, locate_targ
 from evalrun.yamlsource import SourceError
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
+ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
 MAX_TABLE_ROWS = 40
 TARGETS_HELP = (
     "targets.yaml to use (default: beside the eval file, then targets.yaml or "
@@ -147,6 +148,16 @@ def run(
     sandbox: SandboxChoice = typer.Option(
         "auto", "--sandbox", help="Isolate graders (docs/security.md)."
     ),
+    executor: ExecutorChoice = typer.Option(
+        "local",
+        "--executor",
+        help="Grade in this process, or on a Ray cluster (docs/distributed.md).",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="Ray cluster to join (auto, ray://host:port); default: start a local one.",
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
     from evalrun.runner.runner import EvalRun
@@ -189,6 +200,8 @@ def run(
             ),
             quiet=quiet,
             sandbox=sandbox.value,
+            executor=executor.value,
+            ray_address=ray_address,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
@@ -205,7 +218,10 @@ def run(
         )
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
-    outcome = asyncio.run(run_.run())
+    try:
+        outcome = asyncio.run(run_.run())
+    except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written
+        raise _fail(str(exc)) from None
     _write_reports(options)
     if not quiet:
         _print_table(outcome.cases, outcome.summary, options.out)

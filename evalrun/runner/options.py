@@ -35,3 +35,6 @@ class RunOptions:
     quiet: bool = False
     report_formats: tuple[str, ...] = ("md", "html", "junit")
     sandbox: Requested = "auto"
+    #: ``local`` (this process) or ``ray`` (docs/distributed.md)
+    executor: str = "local"
+    ray_address: str | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import shutil
 import signal
 import tempfile
@@ -16,9 +17,9 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.results.bundle import BundleWriter, read_results
 from evalrun.results.models import CaseResult, GraderResult
@@ -40,6 +41,28 @@ from evalrun.targets import (
 )
 
 
+class Executor(Protocol):
+    """Where cases are graded: in this process, or on a Ray cluster (docs/distributed.md)."""
+
+    async def grade(
+        self, case: TestCase, repeat: int
+    ) -> tuple[CaseResult, list[dict[str, Any]]]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class _LocalExecutor:
+    run: EvalRun
+    ctx: LaunchContext
+
+    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[dict[str, Any]]]:
+        return await self.run.grade_case(case, repeat, self.ctx)
+
+    async def aclose(self) -> None:
+        return None
+
+
 @dataclass
 class RunOutcome:
     exit_code: int
@@ -57,6 +80,7 @@ class EvalRun:
         )
         self.target_name = options.target or spec.target
         lookup = locate_targets_file(options.targets_file, loaded.folder)
+        self.targets_path = lookup.path
         self.pool = TargetPool(load_targets(lookup.path), options.stores)
         judge = options.judge or spec.judge or self.target_name
         self.judge_name = self.pool.file.add_panel(judge) if isinstance(judge, list) else judge
@@ -72,6 +96,8 @@ class EvalRun:
         if problems:
             raise PreflightError(problems)
         self.sandbox = self._sandbox_policy(lookup.path)
+        if options.executor == "ray" and importlib.util.find_spec("ray") is None:
+            raise ConfigError("--executor ray needs Ray: pip install 'evalrun[ray]'")
         self._proxy: Any = None
         self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
@@ -80,6 +106,18 @@ class EvalRun:
 
     def graders_for(self, case: TestCase) -> list[GraderSpec]:
         return [*self.loaded.spec.graders, *case.graders]
+
+    @property
+    def used_targets(self) -> list[str]:
+        """The targets this run calls (the preflight has checked each one)."""
+        names: list[str] = []
+        if self.target_name and any(case.output is None for case in self.cases):
+            names.append(self.target_name)
+        graders = [g for case in self.cases for g in self.graders_for(case)]
+        if self.judge_name and any(needs_judge(g) for g in graders):
+            names.append(self.judge_name)
+        names += [n for g in graders if g.access is not None for n in g.access.allow or []]
+        return list(dict.fromkeys(names))
 
     def _sandbox_policy(self, targets_path: Path | None) -> SandboxPolicy:
         """Resolved before anything runs, so a level that cannot be had is a config error."""
@@ -121,6 +159,7 @@ class EvalRun:
             done = finished_keys(read_results(options.out))
             kept = [c for c in read_results(options.out) if (c.id, c.repeat) in done]
             jobs = [(case, r) for case, r in jobs if (case.id, r) not in done]
+        executor = await self._start_executor()  # before the bundle: a failed start writes nothing
         writer = BundleWriter(options.out)
         for case in kept:
             writer.add_case(case)
@@ -128,13 +167,6 @@ class EvalRun:
         t0 = time.monotonic()
         progress = Progress(len(jobs), quiet=options.quiet, repeat=options.repeat)
         results: list[CaseResult] = [case.slim() for case in kept]
-        ctx = LaunchContext(
-            eval_dir=self.loaded.folder.resolve(),
-            judge=self.judge_name,
-            secret_names=self.pool.secret_env_names(),
-            proxy=self._get_proxy,
-            sandbox=self.sandbox,
-        )
 
         def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
             writer.add_case(result)
@@ -146,7 +178,7 @@ class EvalRun:
             try:
                 if self._interrupted:
                     raise asyncio.CancelledError
-                result, calls = await self._run_case(case, repeat, ctx)
+                result, calls = await executor.grade(case, repeat)
             except asyncio.CancelledError:
                 if not self._interrupted:
                     raise
@@ -173,17 +205,39 @@ class EvalRun:
             for sig in handled:
                 loop.remove_signal_handler(sig)
             progress.close()
-            if self._proxy is not None:
-                await self._proxy.stop()
-            if self._proxy_dir is not None:
-                shutil.rmtree(self._proxy_dir, ignore_errors=True)
-            await self.pool.aclose()
+            await executor.aclose()
+            await self.close()
         summary = self._summary(results, started_at, time.monotonic() - t0)
         exit_code = self._exit_code(summary)
         summary["exit_code"] = exit_code
         writer.write_summary(summary)
         writer.close()
         return RunOutcome(exit_code, summary, results)
+
+    async def _start_executor(self) -> Executor:
+        if self.options.executor == "ray":
+            from evalrun.runner.ray_executor import RayExecutor
+
+            return await RayExecutor.start(self)
+        return _LocalExecutor(self, self.launch_context())
+
+    def launch_context(self) -> LaunchContext:
+        return LaunchContext(
+            eval_dir=self.loaded.folder.resolve(),
+            judge=self.judge_name,
+            secret_names=self.pool.secret_env_names(),
+            proxy=self._get_proxy,
+            sandbox=self.sandbox,
+        )
+
+    async def close(self) -> None:
+        """Stop the proxy and close the targets (also what a Ray worker does when it ends)."""
+        if self._proxy is not None:
+            await self._proxy.stop()
+            self._proxy = None
+        if self._proxy_dir is not None:
+            shutil.rmtree(self._proxy_dir, ignore_errors=True)
+        await self.pool.aclose()
 
     def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
         handled = []
@@ -199,9 +253,10 @@ class EvalRun:
         for task in self._tasks:
             task.cancel()
 
-    async def _run_case(
+    async def grade_case(
         self, case: TestCase, repeat: int, ctx: LaunchContext
     ) -> tuple[CaseResult, list[dict[str, Any]]]:
+        """Answer one case with the target and run its graders, here in this process."""
         started = time.monotonic()
         result = CaseResult(id=case.id, status="error", repeat=repeat, target=self.target_name)
         calls: list[dict[str, Any]] = []

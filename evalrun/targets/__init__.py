@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from evalrun.targets.config import (
     locate_targets_file,
     missing_extra,
 )
-from evalrun.targets.managed import ManagedTarget
+from evalrun.targets.managed import AsyncLimit, ManagedTarget
 from evalrun.targets.panel import PanelTarget
 
 __all__ = [
@@ -109,6 +109,8 @@ class TargetPool:
         self._stores = stores or StoreOptions()
         self._env = os.environ if env is None else env
         self._built: dict[str, ManagedTarget | PanelTarget] = {}
+        #: builds the concurrency limit of a target (a Ray run holds one for the cluster)
+        self.limit_for: Callable[[TargetConfig], AsyncLimit] | None = None
         self._lock = threading.RLock()
         self._cache = self._recorder = self._replay = None
         if self._stores.cache_dir is not None:
@@ -160,6 +162,7 @@ class TargetPool:
                     cache=self._cache,
                     recorder=self._recorder,
                     replay=self._replay,
+                    limit=self.limit_for(config) if self.limit_for else None,
                 )
             return self._built[name]
 

@@ -41,6 +41,12 @@ class ResponseStore(Protocol):
     ) -> None: ...
 
 
+class AsyncLimit(Protocol):
+    async def __aenter__(self) -> None: ...
+
+    async def __aexit__(self, *exc: object) -> None: ...
+
+
 class ManagedTarget:
     def __init__(
         self,
@@ -51,7 +57,10 @@ class ManagedTarget:
         recorder: ResponseStore | None = None,
         replay: ResponseStore | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        limit: AsyncLimit | None = None,
     ) -> None:
+        """``limit``: the concurrency limit to hold calls under; by default one of this
+        process's own (``max_concurrency``), on a Ray cluster one for the whole cluster."""
         self.name = config.name
         self.config = config
         self.provider = provider
@@ -59,7 +68,7 @@ class ManagedTarget:
         self._recorder = recorder
         self._replay = replay
         self._sleep = sleep
-        self._limit = ConcurrencyLimit(config.max_concurrency)
+        self._limit: AsyncLimit = limit or ConcurrencyLimit(config.max_concurrency)
         setting = config.extra("cache")
         self._cache_enabled = (
             bool(setting) if setting is not None else config.kind not in UNCACHED_KINDS

@@ -300,6 +300,7 @@ def test_a_worker_without_the_key_stops_the_run_before_any_case(
 ) -> None:
     """Keys come from each worker's own environment; the driver sends none. Here only the
     driver has the key, so the workers cannot start, and the run says so with exit 2."""
+    (tmp_path / "judged.py").write_text(JUDGED)
     grader = {"name": "judged", "command": [sys.executable, "judged.py"], "target": True}
     targets = [
         {

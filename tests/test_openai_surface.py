@@ -436,3 +436,23 @@ def test_langchain_bind_tools_returns_the_tool_call() -> None:
             assert grant.used == 2
 
     run(scenario)
+
+
+@pytest.mark.parametrize("model", ["claude", "gem"])
+def test_an_untranslatable_tool_shape_is_a_422_not_an_upstream_failure(model: str) -> None:
+    async def scenario() -> None:
+        async with proxy_over_fakes() as (proxy, upstreams):
+            api = sdk(proxy.url, proxy.grant(model, max_calls=2).token)
+            with pytest.raises(openai.UnprocessableEntityError) as info:
+                await api.chat.completions.create(
+                    model=model,
+                    messages=QUESTION,
+                    tools=[{"type": "web_search_preview"}],  # type: ignore[list-item]
+                )
+            assert info.value.code == "unsupported_request"
+            assert "only function tools can be translated" in info.value.message
+            kind = "anthropic" if model == "claude" else "gemini"
+            assert upstreams.seen(kind) == []
+            await api.close()
+
+    run(scenario)

@@ -12,6 +12,7 @@ from evalrun.targets.base import (
     CompletionResponse,
     TargetError,
     TokenUsage,
+    UnsupportedRequest,
     is_tool_result,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
@@ -155,6 +156,9 @@ class AnthropicTarget(HttpTarget):
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         try:
             body = messages_body(self.model, request)
+        except UnsupportedRequest as exc:
+            message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
+            raise UnsupportedRequest(message, target=self.name) from None
         except TargetError as exc:
             raise self.error(exc.message, status=exc.status) from None
         data = await self.post_json(f"{self.base_url}/v1/messages", body, headers=self.headers())

@@ -13,6 +13,7 @@ from evalrun.targets.base import (
     CompletionResponse,
     TargetError,
     TokenUsage,
+    UnsupportedRequest,
     is_tool_result,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
@@ -75,7 +76,7 @@ def _parts_of(request: CompletionRequest) -> Any:
         if is_tool_result(message):
             name = names.get(message.get("tool_call_id")) or str(message.get("name") or "")
             if not name:
-                raise TargetError("a tool message answers no known tool call", status=400)
+                raise UnsupportedRequest("a tool message answers no known tool call")
             response = {"name": name, "response": _function_response(text)}
             return "user", [{"functionResponse": response}]
         if role != "assistant":
@@ -208,6 +209,9 @@ class GeminiTarget(HttpTarget):
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         try:
             body = generate_body(request)
+        except UnsupportedRequest as exc:
+            message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
+            raise UnsupportedRequest(message, target=self.name) from None
         except TargetError as exc:
             raise self.error(exc.message, status=exc.status) from None
         headers = {"x-goog-api-key": self.require_key()}

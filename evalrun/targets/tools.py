@@ -3,6 +3,8 @@ that translate them into their own formats (docs/targets.md, "Tools").
 
 A request carries OpenAI-shaped ``tools``/``tool_choice`` and messages; a response carries
 OpenAI-shaped ``tool_calls``. These helpers are the only code that reads those shapes apart.
+A shape that cannot be translated is an ``UnsupportedRequest`` (the proxy's 422), not an
+upstream failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, TargetError
+from evalrun.targets.base import CompletionRequest, UnsupportedRequest
 from evalrun.targets.http import text_of
 
 Block = dict[str, Any]
@@ -31,15 +33,15 @@ def function_tools(request: CompletionRequest) -> list[FunctionTool]:
     meaning)."""
     tools = []
     for tool in request.tools or []:
+        kind = tool.get("type", "function") if isinstance(tool, dict) else None
         function = tool.get("function") if isinstance(tool, dict) else None
-        if tool.get("type", "function") != "function" or not isinstance(function, dict):
-            raise TargetError(
-                f"only function tools can be translated, not {str(tool.get('type'))[:40]!r}",
-                status=400,
+        if kind != "function" or not isinstance(function, dict):
+            raise UnsupportedRequest(
+                f"only function tools can be translated, not {str(kind)[:40]!r}"
             )
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise TargetError("a function tool needs a 'name'", status=400)
+            raise UnsupportedRequest("a function tool needs a 'name'")
         parameters = function.get("parameters")
         tools.append(
             FunctionTool(
@@ -61,14 +63,12 @@ def tool_choice_of(request: CompletionRequest) -> tuple[str | None, str | None]:
         return None, None
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise TargetError(f"unknown tool_choice {choice[:40]!r}", status=400)
+            raise UnsupportedRequest(f"unknown tool_choice {choice[:40]!r}")
         return choice, None
     function = choice.get("function") if isinstance(choice, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(name, str) or not name:
-        raise TargetError(
-            "tool_choice must be a mode or {type: function, function: {name}}", status=400
-        )
+        raise UnsupportedRequest("tool_choice must be a mode or {type: function, function: {name}}")
     return "required", name
 
 
@@ -78,9 +78,9 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
-        raise TargetError("a tool call's arguments are not valid JSON", status=400) from None
+        raise UnsupportedRequest("a tool call's arguments are not valid JSON") from None
     if not isinstance(value, dict):
-        raise TargetError("a tool call's arguments must be a JSON object", status=400)
+        raise UnsupportedRequest("a tool call's arguments must be a JSON object")
     return value
 
 

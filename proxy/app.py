@@ -409,6 +409,7 @@ class ProxyApp(FastAPI):
     routes_impl: ProxyRoutes
     max_body_bytes: int
     too_large_body: bytes
+    too_large_openai_body: bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -427,21 +428,27 @@ class ProxyApp(FastAPI):
                 length = value
             elif name == b"origin":
                 origin = value
+        openai = scope["path"].startswith(_OPENAI_PREFIX)
         if host is None or not _LOOPBACK_HOST.fullmatch(host):
-            body = _error("bad_request", "Host header must be a loopback address")
+            body = _error(
+                "bad_request", "Host header must be a loopback address", status=403, openai=openai
+            )
             await _send(send, 403, body, close=True)
             return
         if origin is not None and not _LOOPBACK_ORIGIN.fullmatch(origin):
-            body = _error("bad_request", "cross-origin requests are not allowed")
+            body = _error(
+                "bad_request", "cross-origin requests are not allowed", status=403, openai=openai
+            )
             await _send(send, 403, body, close=True)
             return
         # A 413 keeps the connection: uvicorn discards the rest of the body, so the client reads
         # the error instead of a reset while it is still sending.
         limit = self.max_body_bytes
-        too_large = self.too_large_body
+        too_large = self.too_large_openai_body if openai else self.too_large_body
         if length is not None:
             if not length.isdigit():
-                await _send(send, 400, _error("bad_request", "bad Content-Length"), close=True)
+                body = _error("bad_request", "bad Content-Length", openai=openai)
+                await _send(send, 400, body, close=True)
                 return
             if int(length) > limit:
                 await _send(send, 413, too_large)
@@ -466,7 +473,6 @@ class ProxyApp(FastAPI):
         handler = self.routes_impl.lookup(scope["method"], scope["path"])
         if handler is not None:
             auth = authorization.decode("latin-1") if authorization is not None else None
-            openai = scope["path"].startswith(_OPENAI_PREFIX)
             status, payload, content_type = await self.routes_impl.run(
                 handler, auth, body, openai=openai
             )
@@ -554,7 +560,9 @@ def create_app(
     routes = ProxyRoutes(registry, resolve_target, list(target_names))
     app.routes_impl = routes
     app.max_body_bytes = max_body_bytes
-    app.too_large_body = _error("payload_too_large", f"request body over {max_body_bytes} bytes")
+    too_large = f"request body over {max_body_bytes} bytes"
+    app.too_large_body = _error("payload_too_large", too_large, status=413)
+    app.too_large_openai_body = _error("payload_too_large", too_large, status=413, openai=True)
 
     @app.exception_handler(StarletteHTTPException)
     async def _on_http_error(request: Request, exc: Exception) -> Response:

@@ -456,3 +456,29 @@ def test_an_untranslatable_tool_shape_is_a_422_not_an_upstream_failure(model: st
             await api.close()
 
     run(scenario)
+
+
+def test_guard_and_routing_errors_on_v1_are_openai_shaped() -> None:
+    async def scenario() -> None:
+        async with proxy_over_fakes() as (proxy, _):
+            token = proxy.grant("gpt", max_calls=1).token
+            auth = {"Authorization": f"Bearer {token}"}
+            async with httpx.AsyncClient(base_url=proxy.url, timeout=10) as http:
+                answers = {
+                    "host": await http.get("/v1/models", headers={**auth, "Host": "evil.test"}),
+                    "size": await http.post(
+                        "/v1/chat/completions", headers=auth, content=b"x" * 1_000_001
+                    ),
+                    "route": await http.get("/v1/nothing-here", headers=auth),
+                    "invoke": await http.post("/invoke", headers=auth, content=b"x" * 1_000_001),
+                }
+            for name in ("host", "size", "route"):
+                error = answers[name].json()["error"]
+                assert {"message", "type", "param", "code"} <= set(error), name
+                assert answers[name].headers["x-should-retry"] == "false", name
+            assert (answers["host"].status_code, answers["size"].status_code) == (403, 413)
+            assert answers["route"].status_code == 404
+            assert answers["size"].json()["error"]["code"] == "payload_too_large"
+            assert "type" not in answers["invoke"].json()["error"]  # the contract shape off /v1
+
+    run(scenario)

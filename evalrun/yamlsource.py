@@ -5,6 +5,7 @@ Shared by eval files, targets.yaml and rubrics."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,21 +118,31 @@ def load_yaml_with_lines(path: Path) -> tuple[Any, LineMap]:
     return parse_yaml_with_lines(text, str(path))
 
 
+def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of every non-empty line, read as it goes (files of any size)."""
+    try:
+        handle = open(path, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
+    with handle:
+        try:
+            for lineno, raw in enumerate(handle, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    value = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise SourceError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+                yield lineno, value
+        except UnicodeDecodeError:
+            raise SourceError(f"{path}: not UTF-8 text") from None
+
+
 def load_jsonl_with_lines(path: Path) -> tuple[list[Any], LineMap]:
     """One JSON value per non-empty line; the line map's first key is the item index."""
     items: list[Any] = []
     lines: LineMap = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror}") from None
-    for lineno, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise SourceError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+    for lineno, value in iter_jsonl(path):
         lines[(len(items),)] = lineno  # every key of an item is on its line
         items.append(value)
     return items, lines

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_helpers import judge_calls_for, mixed_cases, random_cases, write_bundle
+from report_helpers import case as case_result
+from report_helpers import grader, judge_calls_for, mixed_cases, random_cases, write_bundle
 
 from evalrun.reporters import write_reports
+from evalrun.reporters.bundle_view import DETAIL_LIMIT, case_reason, problem_rank
+from evalrun.reporters.html import PAGE
 
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
@@ -113,7 +116,8 @@ class Browser:
                 if message["method"] == method:
                     return message
 
-    def open(self, url: str) -> None:
+    def open(self, url: str, size: tuple[int, int] | None = None) -> None:
+        """A new page at ``url``; ``size`` (width, height) emulates that window or phone."""
         target = self.send("Target.createTarget", {"url": "about:blank"}, page=False)
         attached = self.send(
             "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, page=False
@@ -122,6 +126,8 @@ class Browser:
         self.events.clear()
         for domain in ("Page.enable", "Runtime.enable"):
             self.send(domain)
+        if size is not None:
+            self.viewport(*size)
         self.send("Page.navigate", {"url": url})
         self.wait_event("Page.loadEventFired")
 
@@ -148,8 +154,17 @@ class Browser:
         self.js(f"document.querySelector({json.dumps(selector)}).focus()")
         self.send("Input.insertText", {"text": text})
 
-    def screenshot(self, path: Path) -> Path:
-        data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
+    def viewport(self, width: int, height: int) -> None:
+        """Size the page as a window (or, below 600 px, a phone) of ``width`` x ``height``."""
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600},
+        )
+
+    def screenshot(self, path: Path, *, whole_page: bool = True) -> Path:
+        data = self.send(
+            "Page.captureScreenshot", {"format": "png", "captureBeyondViewport": whole_page}
+        )
         path.write_bytes(base64.b64decode(data["data"]))
         return path
 
@@ -194,6 +209,8 @@ VISIBLE_IDS = (
 
 
 def _score_order(cases: list[Any], descending: bool) -> list[str]:
+    """Ids after sorting by score: cases without one keep the report order, at the end."""
+    cases = sorted(cases, key=problem_rank)
     scored = sorted((c for c in cases if c.score is not None), key=lambda c: c.score)
     if descending:
         scored.reverse()
@@ -207,8 +224,9 @@ def test_report_sorts_filters_and_drills_down(browser: Browser, tmp_path: Path) 
     browser.open((run / "report.html").as_uri())
 
     assert browser.js("document.body.dataset.ready") == "1"
-    in_file_order = sorted(c.id for c in cases)
-    assert browser.js(VISIBLE_IDS) == in_file_order
+    problems_first = [c.id for c in sorted(cases, key=problem_rank)]
+    assert [c.status for c in sorted(cases, key=problem_rank)][:1] == ["error"]
+    assert browser.js(VISIBLE_IDS) == problems_first
 
     browser.click("#case-table th:nth-child(3)")  # Score (no Repeat column without repeats)
     assert browser.js(VISIBLE_IDS) == _score_order(cases, descending=False)
@@ -289,3 +307,172 @@ def test_repeat_report_sorts_repeat_table(browser: Browser, tmp_path: Path) -> N
     assert values == sorted(values)
     assert browser.problems() == []
     browser.screenshot(tmp_path / "repeat-report.png")
+
+
+#: Screenshots stay here after the run (ignored by git), for people to look at.
+ARTIFACTS = Path(__file__).resolve().parents[1] / ".artifacts" / "report-html"
+
+#: Where each line of an element's text starts, as character offsets (one Range per character).
+LINE_STARTS = """(el => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const starts = []; let offset = 0; let lastTop = null;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange(); range.setStart(node, i); range.setEnd(node, i + 1);
+      const rect = range.getClientRects()[0];
+      if (rect && lastTop !== null && rect.top > lastTop + 2) starts.push(offset + i);
+      if (rect) lastTop = rect.top;
+    }
+    offset += node.length;
+  }
+  return starts;
+})"""
+
+
+def _big_suite() -> list[Any]:
+    """Mixed problems among many passing cases with long hyphenated ids, so the first screen
+    has to choose what to show."""
+    passing = [
+        case_result(
+            f"retrieval-ranks-the-relevant-passage-first-{i:03d}",
+            [grader("precision", 0.9, reason="relevant passages first")],
+        )
+        for i in range(40)
+    ]
+    return passing + mixed_cases()
+
+
+def _artifact(name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    print(f"screenshot: {path}")
+    return path
+
+
+def test_first_screen_shows_the_summary_and_the_first_problem_with_its_reason(
+    browser: Browser, tmp_path: Path
+) -> None:
+    cases = _big_suite()
+    run = write_bundle(tmp_path / "run", cases, judge_calls=judge_calls_for(cases))
+    write_reports(run, ("html",))
+    browser.open((run / "report.html").as_uri(), size=(1400, 1000))
+    assert browser.js("[window.innerWidth, window.innerHeight]") == [1400, 1000]
+    assert browser.js("document.body.dataset.ready") == "1"
+
+    def rect(selector: str) -> dict[str, float]:
+        return browser.js(
+            f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+            ".getBoundingClientRect(); return {top: r.top, bottom: r.bottom, height: r.height}; })()"
+        )
+
+    first = sorted(cases, key=problem_rank)[0]
+    assert first.status == "error"
+    assert browser.js("window.scrollY") == 0
+    for selector in ("#verdict", "#summary", "#case-table thead", "#case-table tbody.case"):
+        box = rect(selector)
+        assert box["height"] > 0 and box["bottom"] <= 1000, (selector, box)
+    assert browser.js("document.getElementById('verdict').textContent").startswith("Failed:")
+    row = "#case-table tbody.case tr.case-row"
+    assert browser.js(f"document.querySelector({json.dumps(row)}).closest('tbody').dataset.id") == (
+        first.id
+    )
+    reason = browser.js(f"document.querySelector('{row} td.why').innerText")
+    assert reason == case_reason(first) == "precision: error, exit 1: ValueError: boom"
+    # What is below the cases: the chart and the run's metadata.
+    assert rect("#chart")["top"] > rect("#case-table")["top"]
+    assert rect("#run")["top"] > rect("#chart")["top"]
+    # A failed case's reason names its grader, in full once expanded.
+    failed = next(c for c in sorted(cases, key=problem_rank) if c.status == "failed")
+    cell = f"#case-table tbody[data-id={json.dumps(failed.id)}] td.why"
+    assert browser.js(f"document.querySelector({json.dumps(cell)}).innerText") == (
+        case_reason(failed)
+    )
+    assert case_reason(failed).startswith(failed.graders[0].name + ": failed")
+    assert browser.problems() == []
+    shot = browser.screenshot(_artifact("first-screen-1400x1000.png"), whole_page=False)
+    assert shot.stat().st_size > 5_000
+
+
+def test_phone_width_has_no_horizontal_overflow_and_ids_break_between_words(
+    browser: Browser, tmp_path: Path
+) -> None:
+    cases = _big_suite()
+    run = write_bundle(tmp_path / "run", cases, judge_calls=judge_calls_for(cases))
+    write_reports(run, ("html",))
+    browser.open((run / "report.html").as_uri(), size=(480, 900))
+    assert browser.js("document.body.dataset.ready") == "1"
+    assert browser.js("window.innerWidth") == 480
+
+    def overflow() -> dict[str, Any]:
+        return browser.js(
+            "(() => ({page: document.documentElement.scrollWidth,"
+            " body: document.body.scrollWidth,"
+            " table: document.getElementById('case-table').getBoundingClientRect().right,"
+            " wide: Array.from(document.querySelectorAll('body *'))"
+            "   .filter(el => !el.closest('.scroll') && el.getBoundingClientRect().right > 480.5)"
+            "   .map(el => el.tagName + '.' + el.className).slice(0, 5)}))()"
+        )
+
+    found = overflow()
+    assert found["page"] <= 480 and found["body"] <= 480, found
+    assert found["table"] <= 480.5, found  # the cases table fits; it does not scroll
+    assert found["wide"] == [], found
+    # Expanded details (output, reasons, judge calls) wrap too.
+    browser.click("#case-table tbody[data-id='beta-10'] tr.case-row")
+    found = overflow()
+    assert found["page"] <= 480 and found["table"] <= 480.5, found
+
+    long_id = next(c.id for c in cases if c.id.startswith("retrieval-"))
+    cell = f"#case-table tbody[data-id={json.dumps(long_id)}] td.id"
+    starts = browser.js(f"{LINE_STARTS}(document.querySelector({json.dumps(cell)}))")
+    assert starts, "a long id should wrap at 480 px"
+    assert all(long_id[i - 1] in "-_./:" for i in starts), (long_id, starts)
+    assert browser.problems() == []
+    browser.screenshot(_artifact("phone-480.png"))
+
+
+def test_a_large_run_pages_passed_cases_in_from_compact_data(
+    browser: Browser, tmp_path: Path
+) -> None:
+    hostile = '</script><script>alert("x")</script>-<b>id</b>'
+    passing = [
+        case_result(f"passed-case-{i:05d}", [grader("contains", 1.0, reason="has it")])
+        for i in range(DETAIL_LIMIT + 200)
+    ]
+    passing[3] = case_result(hostile, [grader("contains", 1.0)])
+    cases = [*passing, *mixed_cases()]
+    run = write_bundle(tmp_path / "run", cases)
+    write_reports(run, ("html",))
+    page = (run / "report.html").read_text()
+    assert page.count("<script") == 3  # the page's two and the data block; nothing from data
+    assert "passed-case-00010" in page and "has it" not in page  # compact: no details
+
+    browser.open((run / "report.html").as_uri(), size=(1400, 1000))
+    assert browser.js("document.body.dataset.ready") == "1"
+    problems = [c for c in cases if c.status != "passed"]
+    passed_total = len(cases) - len(problems)
+    count = "document.querySelectorAll('#case-table tbody.case').length"
+    assert browser.js(count) == len(problems) + PAGE
+    first = browser.js("document.querySelector('#case-table tbody.case').dataset.status")
+    assert first == "error"
+    shown = browser.js("document.getElementById('shown-count').textContent")
+    assert shown == f"{len(problems) + PAGE} of {len(cases)} shown"
+    assert browser.js("document.getElementById('more-count').textContent").startswith(
+        f"{passed_total - PAGE} passed case(s) not loaded yet"
+    )
+    ids = browser.js(VISIBLE_IDS)
+    assert hostile in ids  # shown as text
+    assert browser.js(
+        "document.querySelector('tbody[data-id=\"passed-case-00010\"] td.id').textContent"
+    ) == ("passed-case-00010")
+    browser.click("#show-more")
+    assert browser.js(count) == len(problems) + 2 * PAGE
+    browser.click("#show-all")
+    assert browser.js(count) == len(cases)
+    assert browser.js("document.getElementById('more-cases').hidden") is True
+    browser.type_text("#text-filter", "passed-case-01150")
+    assert browser.js(VISIBLE_IDS) == ["passed-case-01150"]
+    assert browser.js("document.querySelectorAll('script').length") == 3
+    assert browser.js("window.evalrunErrors.length") == 0
+    assert browser.problems() == []
+    browser.screenshot(_artifact("large-run-1400x1000.png"), whole_page=False)

@@ -136,3 +136,37 @@ def test_summary_means_do_not_depend_on_order() -> None:
     assert len(means) == 1
     for a, b in product(orders, repeat=2):
         assert summarize(a)["graders"] == summarize(b)["graders"]
+
+
+def test_a_bundle_read_back_drops_superseded_lines_and_orders_problems_first(tmp_path) -> None:
+    """The view keeps numbers, not results, yet matches the in-memory statistics: the last
+    line of a case wins, and the report order is problems first, then the eval file's lines."""
+    from report_helpers import write_bundle
+
+    from evalrun.reporters import load_bundle
+
+    first = case("b", [grader("g", 0.0)])
+    first.line = 20
+    again = case("b", [grader("g", 0.9)])
+    again.line = 20
+    lines = {"a": 30, "c": 10, "d": 40}
+    others = [case(cid, [grader("g", 0.2 if cid == "d" else 0.8)]) for cid in lines]
+    for c in others:
+        c.line = lines[c.id]
+    cases = [first, *others, again]
+    view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
+    assert view.stats.counts["total"] == 4
+    assert view.stats.to_dict() == compute_stats(cases).to_dict()
+    assert [c.id for c in view.cases] == ["d", "c", "b", "a"]  # d failed; the rest by line
+    assert next(c for c in view.cases if c.id == "b").score == 0.9
+
+
+def test_a_bundle_without_a_summary_still_finds_its_repeats(tmp_path) -> None:
+    from report_helpers import random_cases, write_bundle
+
+    from evalrun.reporters import load_bundle
+
+    cases = random_cases(["x", "y"], repeats=3)
+    view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
+    assert view.repeats is not None and set(view.repeats.cases) == {"x", "y"}
+    assert view.stats.case_count == 2 and view.stats.counts["total"] == 6

@@ -244,3 +244,19 @@ def test_unknown_rubric_is_a_configuration_error_before_the_run(tmp_path):
     assert result.returncode == 2
     assert "rubric 'no-such-rubric'" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_the_table_keeps_at_most_its_rows_problems_first() -> None:
+    from evalrun.results.models import CaseResult
+    from evalrun.runner.progress import TableRows
+
+    rows = TableRows(limit=5)
+    statuses = {7: "failed", 3: "error", 50: "unscored", 90: "failed"}
+    for i in reversed(range(100)):
+        rows.add(CaseResult(id=f"c{i:03d}", status=statuses.get(i, "passed")))  # type: ignore[arg-type]
+    assert rows.total == 100
+    assert [c.id for c in rows.rows()] == ["c003", "c007", "c090", "c050", "c000"]
+    few = TableRows(limit=5)
+    for cid in ("b", "a", "c"):
+        few.add(CaseResult(id=cid, status="failed" if cid == "c" else "passed"))
+    assert [c.id for c in few.rows()] == ["a", "b", "c"]  # all fit: by id

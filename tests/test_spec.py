@@ -122,6 +122,35 @@ def test_tests_from_jsonl_with_line_numbers(tmp_path):
     assert [t.id for t in load_eval(path).tests] == ["one", "two"]
 
 
+def test_jsonl_tests_stream_from_the_file_and_carry_their_lines(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        '{"id": "one", "input": "x"}\n\n{"id": 2, "input": "y"}\n{"id": "three", "input": "z"}\n'
+    )
+    path = write(tmp_path, "f.eval.yaml", "graders: [{type: is-json}]\ntests: cases.jsonl\n")
+    loaded = load_eval(path)
+    assert not isinstance(loaded.tests, list)  # read again on each pass, not held
+    assert len(loaded.tests) == 3
+    assert [(t.id, t.line) for t in loaded.tests] == [("one", 1), ("2", 3), ("three", 4)]
+    assert [t.id for t in loaded.tests] == ["one", "2", "three"]  # a second pass
+    assert loaded.tests_path == cases.resolve()
+    cases.write_text('{"id": "one", "input": "changed after the check"}\n')
+    with pytest.raises(EvalFileError, match="changed after it was checked"):
+        list(loaded.tests)
+
+
+def test_duplicate_ids_in_jsonl_name_their_line(tmp_path):
+    write(
+        tmp_path,
+        "cases.jsonl",
+        '{"id": "a", "input": "x"}\n{"id": "b", "input": "x"}\n{"id": "a", "input": "y"}\n',
+    )
+    path = write(tmp_path, "f.eval.yaml", "graders: [{type: is-json}]\ntests: cases.jsonl\n")
+    with pytest.raises(EvalFileError) as err:
+        load_eval(path)
+    assert str(err.value).endswith("cases.jsonl:3: [2].id: duplicate test id 'a'")
+
+
 def test_tests_from_yaml_file(tmp_path):
     write(tmp_path, "cases.yaml", "- {id: one, input: x}\n- {id: two, input: y}\n")
     path = write(tmp_path, "f.eval.yaml", "graders: [{type: is-json}]\ntests: cases.yaml\n")

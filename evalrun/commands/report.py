@@ -38,7 +38,14 @@ def report(
     ),
 ) -> None:
     """Render reports again from a run bundle (results.jsonl, summary.json, judge-calls.jsonl)."""
-    from evalrun.reporters import DEFAULT_FORMATS, FORMATS, BundleNotFound, load_bundle, write
+    from evalrun.reporters import (
+        DEFAULT_FORMATS,
+        FORMATS,
+        BundleNotFound,
+        load_bundle,
+        write,
+        write_reports,
+    )
 
     chosen = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
     unknown = [f for f in chosen if f not in FORMATS]
@@ -47,18 +54,21 @@ def report(
     if out is not None and len(chosen) != 1:
         raise _fail("--out takes exactly one --format")
     try:
+        if out is None:  # into the bundle: every format in one pass over the results
+            for path in write_reports(run_dir, chosen, unstable_bound=unstable_bound):
+                typer.echo(str(path))
+            return
         view = load_bundle(run_dir, unstable_bound=unstable_bound)
     except BundleNotFound as exc:
         raise _fail(str(exc)) from None
-    for fmt in chosen:
-        if out is not None and str(out) == "-":
-            write(view, fmt, sys.stdout)
-            continue
-        path = out if out is not None else run_dir / FORMATS[fmt][1]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            write(view, fmt, handle)
-        typer.echo(str(path))
+    (fmt,) = chosen
+    if str(out) == "-":
+        write(view, fmt, sys.stdout)
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as handle:
+        write(view, fmt, handle)
+    typer.echo(str(out))
 
 
 def merge(

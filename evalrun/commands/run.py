@@ -26,12 +26,10 @@ from evalrun.yamlsource import SourceError
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
-MAX_TABLE_ROWS = 40
 TARGETS_HELP = (
     "targets.yaml to use (default: beside the eval file, then targets.yaml or "
     "evals/targets.yaml here, then .evalrun/targets.yaml here or upward; docs/targets.md)."
 )
-_PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
 
@@ -224,7 +222,7 @@ def run(
         raise _fail(str(exc)) from None
     _write_reports(options)
     if not quiet:
-        _print_table(outcome.cases, outcome.summary, options.out)
+        _print_table(outcome.cases, outcome.total, outcome.summary, options.out)
     else:
         print(options.out)
     raise typer.Exit(outcome.exit_code)
@@ -242,22 +240,26 @@ def _write_reports(options: RunOptions) -> None:
         github_actions(options.out)
 
 
-def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
+#: Width of the table when stdout is a file or a pipe: wide enough for whole names.
+PLAIN_WIDTH = 10_000
+
+
+def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -> None:
+    """The rows the run kept for the table (all, or the problems first: see TableRows)."""
     console = Console()
-    grader_names = list(dict.fromkeys(g.name for c in cases for g in c.graders))
+    if not console.is_terminal:  # a CI log or a file: no 80-column cut (rich's default)
+        console = Console(width=PLAIN_WIDTH)
+    grader_names = list(dict.fromkeys(g.name for c in rows for g in c.graders))
     console.print(summary.get("description") or summary.get("eval"), style="bold", highlight=False)
     table = Table()
     table.add_column("case")
-    if any(c.repeat for c in cases):
+    repeats = any(c.repeat for c in rows)
+    if repeats:
         table.add_column("rep", justify="right")
     table.add_column("status")
     table.add_column("score", justify="right")
     for name in grader_names:
         table.add_column(name, justify="right")
-    repeats = any(c.repeat for c in cases)
-    rows = sorted(cases, key=lambda c: (c.id, c.repeat))
-    if len(rows) > MAX_TABLE_ROWS:  # a long run shows its problems first; the reports have all
-        rows = sorted(rows, key=lambda c: _PROBLEMS_FIRST[c.status])[:MAX_TABLE_ROWS]
     for case in rows:
         by_name = {g.name: g for g in case.graders}
         cells = [case.id]
@@ -270,8 +272,8 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
             cells.append("" if g is None else (g.status if g.score is None else f"{g.score:.3f}"))
         table.add_row(*cells)
     console.print(table)
-    if len(cases) > len(rows):
-        console.print(f"… and {len(cases) - len(rows)} more (all cases: report.md, report.html)")
+    if total > len(rows):
+        console.print(f"… and {total - len(rows)} more (all cases: report.md, report.html)")
     counts = summary.get("counts", {})
     mean = summary.get("mean_score")
     parts = [
@@ -279,7 +281,7 @@ def _print_table(cases: list[CaseResult], summary: dict, out: Path) -> None:
         for k in ("passed", "failed", "error", "unscored")
         if counts.get(k)
     ]
-    line = f"{_count_line(counts.get('total', len(cases)), summary.get('repeat') or 1)}: "
+    line = f"{_count_line(counts.get('total', total), summary.get('repeat') or 1)}: "
     line += ", ".join(parts)
     if mean is not None:
         line += f" · mean score {mean:.3f}"

@@ -6,14 +6,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO
 
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
+from evalrun.results.models import CaseResult
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
 #: The name the runner calls.
@@ -38,16 +40,46 @@ __all__ = [
     "load_bundle",
     "render",
     "write",
+    "write_all",
     "write_reports",
 ]
 
 
-def write(view: BundleView, fmt: str, out: TextIO) -> None:
-    """Stream the report in format ``fmt`` to ``out``, one case at a time."""
+class ReportWriter(Protocol):
+    """One report being written: its start, then each case in report order, then its end."""
+
+    #: False when the report shows only the cases that did not pass.
+    reads_passed: bool
+
+    def head(self) -> None: ...
+    def case(self, case: CaseResult) -> None: ...
+    def tail(self) -> None: ...
+
+
+def _writer(view: BundleView, fmt: str, out: TextIO) -> ReportWriter:
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
     module = importlib.import_module(f"evalrun.reporters.{FORMATS[fmt][0]}")
-    module.write(view, out)
+    return module.Writer(view, out)
+
+
+def write_all(view: BundleView, writers: Iterable[ReportWriter]) -> None:
+    """Write several reports in one pass over the results: each result is read once."""
+    writers = list(writers)
+    for w in writers:
+        w.head()
+    cases = view.cases if any(w.reads_passed for w in writers) else view.problems
+    for case in cases:
+        for w in writers:
+            if w.reads_passed or case.status != "passed":
+                w.case(case)
+    for w in writers:
+        w.tail()
+
+
+def write(view: BundleView, fmt: str, out: TextIO) -> None:
+    """Stream the report in format ``fmt`` to ``out``, one case at a time."""
+    write_all(view, [_writer(view, fmt, out)])
 
 
 def render(view: BundleView, fmt: str) -> str:
@@ -55,13 +87,6 @@ def render(view: BundleView, fmt: str) -> str:
     buffer = io.StringIO()
     write(view, fmt, buffer)
     return buffer.getvalue()
-
-
-def _write_atomic(view: BundleView, fmt: str, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        write(view, fmt, handle)
-    tmp.replace(path)
 
 
 def write_reports(
@@ -77,9 +102,13 @@ def write_reports(
         raise ValueError(f"unknown report format(s) {unknown} (choose from {', '.join(FORMATS)})")
     run_dir = Path(run_dir)
     view = load_bundle(run_dir, unstable_bound=unstable_bound)
-    written = []
-    for fmt in formats:
-        path = run_dir / FORMATS[fmt][1]
-        _write_atomic(view, fmt, path)
-        written.append(path)
-    return written
+    paths = [run_dir / FORMATS[fmt][1] for fmt in formats]
+    with contextlib.ExitStack() as stack:
+        handles = [
+            stack.enter_context(open(p.with_name(p.name + ".tmp"), "w", encoding="utf-8"))
+            for p in paths
+        ]
+        write_all(view, [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)])
+    for path in paths:
+        path.with_name(path.name + ".tmp").replace(path)
+    return paths

@@ -1,20 +1,23 @@
 """A run bundle read for reporting, with every statistic the reporters show.
 
-Reporters format a :class:`BundleView`; none of them computes statistics of its own. Only the
-statistics stay in memory: they come from one pass over ``results.jsonl`` keeping slim results,
-and full results and judge calls are read back one case at a time by file offset, so reporters
-can write as they go.
+Reporters format a :class:`BundleView`; none of them computes statistics of its own. What stays
+in memory is numbers: the statistics (one pass over ``results.jsonl``) and, per result, where
+its line is and where it goes in the report order. Results and judge calls are read back one
+case at a time by file offset, so reporters write as they go (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from evalrun.compact import merge_sorted, repeated
 from evalrun.results import bundle, stats
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.summary import (
@@ -22,14 +25,38 @@ from evalrun.results.summary import (
     GraderStats,
     RepeatStats,
     RunStats,
-    compute_stats,
-    result_key,
+    StatsBuilder,
     summary_dict,
 )
 
 #: Keys of ``CaseResult.timings`` read as the case's wall time, in order of preference.
 DURATION_KEYS_MS = ("total_ms", "duration_ms", "wall_ms")
 DURATION_KEYS_S = ("total_s", "duration_s")
+#: How long a one-line reason may be (a table cell, a CI failure message).
+REASON_LIMIT = 240
+
+
+#: Report order of statuses: what needs a look first.
+PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
+#: Runs with more results than this show passed cases compactly: no per-case details in
+#: report.md, and in report.html a row each from compact data, paged in by the page's script.
+DETAIL_LIMIT = 1000
+#: Sort-key layout of a passed result in 64 bits: line (or _NO_LINE), repeat, byte offset.
+_LINE_BITS = 22
+_NO_LINE = (1 << _LINE_BITS) - 1
+_REPEAT_BITS = 6
+_OFFSET_BITS = 64 - _LINE_BITS - _REPEAT_BITS
+
+
+def problem_rank(case: CaseResult) -> tuple[int, int, int]:
+    """Sort key of the report order (see :class:`CaseIndex`) for a result in memory; results
+    without a line keep their order (a stable sort)."""
+    line = case.line if case.line is not None else _NO_LINE
+    return (
+        PROBLEMS_FIRST.get(case.status, 0),
+        line,
+        int(case.repeat or 0) if case.line is not None else 0,
+    )
 
 
 class BundleNotFound(FileNotFoundError):
@@ -44,7 +71,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
     with open(path, "rb") as handle:
         for line in handle:
             try:
-                value = json.loads(line)
+                value = json.loads(line.decode("utf-8"))
             except ValueError:
                 value = None
             if value is not None:
@@ -54,7 +81,7 @@ def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
 
 def _read_line(handle: BinaryIO, offset: int) -> Any:
     handle.seek(offset)
-    return json.loads(handle.readline())
+    return json.loads(handle.readline().decode("utf-8"))
 
 
 @dataclass
@@ -67,7 +94,7 @@ class JudgeCalls:
     by_status: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
-    latencies: list[float] = field(default_factory=list)
+    latencies: array[float] = field(default_factory=lambda: array("d"))
 
     def add(self, offset: int, call: dict[str, Any]) -> None:
         self.offsets.setdefault(str(call.get("case_id")), []).append(offset)
@@ -104,20 +131,77 @@ def _scan_judge_calls(path: Path) -> JudgeCalls:
 
 
 @dataclass
+class CaseIndex:
+    """Where each result's line is, in report order: problems first (error, failed, unscored,
+    then passed), by the case's line in its eval file within a status, then by repeat; results
+    without a line after those, in the order of ``results.jsonl``."""
+
+    #: (status rank, line, repeat, offset) of every result that did not pass: few, as a rule.
+    problems: list[tuple[int, int, int, int]] = field(default_factory=list)
+    #: One 64-bit sort key per passed result: line, repeat and offset packed together (a
+    #: passed case costs 8 bytes here, however large the run).
+    passed: array[int] = field(default_factory=lambda: array("Q"))
+
+    def add(self, rank: int, line: int | None, repeat: int, offset: int) -> None:
+        if offset >> _OFFSET_BITS:
+            raise ValueError(f"results.jsonl beyond {1 << _OFFSET_BITS} bytes is not supported")
+        if line is None or not 0 <= line < _NO_LINE:
+            line, repeat = _NO_LINE, 0
+        repeat = min(max(repeat, 0), (1 << _REPEAT_BITS) - 1)
+        if rank == PROBLEMS_FIRST["passed"]:
+            self.passed.append((((line << _REPEAT_BITS) | repeat) << _OFFSET_BITS) | offset)
+        else:
+            self.problems.append((rank, line, repeat, offset))
+
+    def sort(self) -> None:
+        self.problems.sort()
+        self.passed = array("Q", merge_sorted(self.passed))
+
+    def offsets(self, *, problems: bool = True, passed: bool = True) -> Iterator[int]:
+        if problems:
+            for entry in self.problems:
+                yield entry[3]
+        if passed:
+            mask = (1 << _OFFSET_BITS) - 1
+            for key in self.passed:
+                yield key & mask
+
+    def failure_offsets(self) -> Iterator[int]:
+        for rank, _, _, offset in self.problems:
+            if rank <= PROBLEMS_FIRST["failed"]:
+                yield offset
+
+
+@dataclass
 class BundleView:
     run_dir: Path
-    #: Statistics over slim results (no outputs, reasons or details); see :attr:`cases`.
+    #: Statistics (numbers only); the results themselves are read back with :attr:`cases`.
     stats: RunStats
     summary: dict[str, Any]
     file_summary: dict[str, Any] = field(default_factory=dict)
-    #: (case id, repeat) -> offset of the result's line in ``results.jsonl``.
-    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    index: CaseIndex = field(default_factory=CaseIndex)
     calls: JudgeCalls = field(default_factory=JudgeCalls)
 
     @property
     def cases(self) -> Iterator[CaseResult]:
-        """Every full result in report order, read from disk one at a time."""
-        return self.read_full(self.stats.results)
+        """Every result in report order (see :class:`CaseIndex`), read from disk one at a
+        time: in full, except that a :attr:`compact` view reads passed results brief (what a
+        compact row shows: no reasons, hits, checks, details or stderr)."""
+        if not self.compact:
+            return self.read_at(self.index.offsets())
+        return itertools.chain(
+            self.problems, self.read_at(self.index.offsets(problems=False), brief=True)
+        )
+
+    @property
+    def problems(self) -> Iterator[CaseResult]:
+        """Full results of the cases that did not pass, in report order."""
+        return self.read_at(self.index.offsets(passed=False))
+
+    @property
+    def compact(self) -> bool:
+        """Whether passed cases are shown compactly (a run of more than DETAIL_LIMIT results)."""
+        return self.stats.counts["total"] > DETAIL_LIMIT
 
     @property
     def graders(self) -> dict[str, GraderStats]:
@@ -138,15 +222,23 @@ class BundleView:
     @property
     def failures(self) -> Iterator[CaseResult]:
         """Full results of the failed and errored cases, in report order."""
-        return self.read_full(c for c in self.stats.results if c.status in ("failed", "error"))
+        return self.read_at(self.index.failure_offsets())
 
-    def read_full(self, slim: Iterable[CaseResult]) -> Iterator[CaseResult]:
-        """The full results of ``slim`` (results of :attr:`stats`), read one at a time."""
-        if not self.offsets:
+    def read_at(self, offsets: Iterable[int], *, brief: bool = False) -> Iterator[CaseResult]:
+        """The results whose lines start at ``offsets``, read one at a time (``brief``: see
+        :attr:`cases`)."""
+        path = self.run_dir / bundle.RESULTS
+        if not path.is_file():
             return
-        with open(self.run_dir / bundle.RESULTS, "rb") as handle:
-            for case in slim:
-                yield CaseResult.from_dict(_read_line(handle, self.offsets[result_key(case)]))
+        read = _brief_result if brief else CaseResult.from_dict
+        at = -1
+        with open(path, "rb") as handle:
+            for offset in offsets:
+                if offset != at:  # report order mostly follows the file: skip needless seeks
+                    handle.seek(offset)
+                line = handle.readline()
+                at = offset + len(line)
+                yield read(json.loads(line.decode("utf-8")))
 
     def label(self, case: CaseResult) -> str:
         """The case id, with the repeat index when the run has repeats."""
@@ -166,19 +258,77 @@ class BundleView:
         return self.calls.to_dict()
 
 
+def _brief_result(data: dict[str, Any]) -> CaseResult:
+    """A result with what a compact row needs, read faster than in full (large runs)."""
+    return CaseResult(
+        id=data["id"],
+        status=data["status"],
+        score=data.get("score"),
+        output=data.get("output"),
+        repeat=data.get("repeat") or 0,
+        timings=data.get("timings") or {},
+        line=data.get("line"),
+        graders=[
+            GraderResult(
+                name=g["name"],
+                status=g["status"],
+                score=g.get("score"),
+                duration_ms=g.get("duration_ms") or 0.0,
+            )
+            for g in data.get("graders") or ()
+        ],
+    )
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _scan_results(path: Path, offsets: dict[tuple[str, int], int]) -> Iterator[CaseResult]:
-    """Slim results of ``results.jsonl``, noting each line's offset (the last line wins)."""
+def _key(data: dict[str, Any]) -> tuple[str, int]:
+    """(case id, repeat) of a result line; raises on a line that is not a result."""
+    case_id, status = data["id"], data["status"]
+    if not isinstance(case_id, (str, int)) or status not in PROBLEMS_FIRST:
+        raise ValueError("not a result")
+    return str(case_id), int(data.get("repeat") or 0)
+
+
+def _scan_results(
+    path: Path, builder: StatsBuilder, keep: Callable[[int], bool] | None = None
+) -> tuple[CaseIndex, array[int]]:
+    """One pass over ``results.jsonl``: statistics into ``builder``, the report order, and a
+    hash of each line's (id, repeat) to find superseded lines. Lines that are not results are
+    skipped; with ``keep``, so are lines whose offset it refuses."""
+    index = CaseIndex()
+    hashes = array("q")
+    for offset, data in _json_lines(path):
+        if keep is not None and not keep(offset):
+            continue
+        try:
+            key = _key(data)
+            line = data.get("line")
+            builder.add_record(data)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            continue
+        hashes.append(hash(key))
+        index.add(
+            PROBLEMS_FIRST[data["status"]],
+            line if isinstance(line, int) and not isinstance(line, bool) else None,
+            key[1],
+            offset,
+        )
+    index.sort()
+    return index, hashes
+
+
+def _latest_offsets(path: Path) -> set[int]:
+    """Offsets of the last line of each (id, repeat): a resumed run may grade a case again."""
+    latest: dict[tuple[str, int], int] = {}
     for offset, data in _json_lines(path):
         try:
-            case = CaseResult.from_dict(data)
-        except (TypeError, ValueError, AttributeError):
+            latest[_key(data)] = offset
+        except (KeyError, TypeError, ValueError, AttributeError):
             continue
-        offsets[result_key(case)] = offset
-        yield case.slim()
+    return set(latest.values())
 
 
 def load_bundle(
@@ -187,22 +337,28 @@ def load_bundle(
     """Read a bundle directory; statistics come from ``results.jsonl``, run metadata from
     ``summary.json`` (either may be missing, e.g. after a crash)."""
     run_dir = Path(run_dir)
-    has_results = (run_dir / bundle.RESULTS).is_file()
-    if not run_dir.is_dir() or not (has_results or (run_dir / bundle.SUMMARY).is_file()):
+    results = run_dir / bundle.RESULTS
+    if not run_dir.is_dir() or not (results.is_file() or (run_dir / bundle.SUMMARY).is_file()):
         raise BundleNotFound(
             f"{run_dir}: not a run bundle (no {bundle.RESULTS} or {bundle.SUMMARY})"
         )
     file_summary = bundle.read_summary(run_dir)
-    offsets: dict[tuple[str, int], int] = {}
-    run = compute_stats(
-        _scan_results(run_dir / bundle.RESULTS, offsets), unstable_bound=unstable_bound
-    )
+    repeats = isinstance(file_summary.get("repeat"), int) and file_summary["repeat"] > 1
+    builder = StatsBuilder(by_case=repeats)
+    index, hashes = _scan_results(results, builder)
+    superseded = bool(repeated(hashes))
+    del hashes
+    if superseded or builder.saw_repeats:  # rare: go again, keeping what that needs
+        keep = _latest_offsets(results).__contains__ if superseded else None
+        builder = StatsBuilder(by_case=True)
+        index, _ = _scan_results(results, builder, keep)
+    run = builder.build(unstable_bound=unstable_bound)
     return BundleView(
         run_dir=run_dir,
         stats=run,
         summary=summary_dict(run, file_summary),
         file_summary=file_summary,
-        offsets=offsets,
+        index=index,
         calls=_scan_judge_calls(run_dir / bundle.JUDGE_CALLS),
     )
 
@@ -246,3 +402,20 @@ def case_problems(case: CaseResult) -> list[str]:
     problems = [f"error: {case.error}"] if case.error else []
     problems += [p for g in case.graders if (p := grader_problem(g))]
     return problems
+
+
+def case_reason(case: CaseResult, limit: int = REASON_LIMIT) -> str:
+    """The headline of why a case did not pass: the first line of its first problem, at most
+    ``limit`` characters (empty for a passed case). The full text stays in the details."""
+    problems = case_problems(case)
+    if not problems:
+        return ""
+    lines = [" ".join(line.split()) for line in problems[0].splitlines()]
+    lines = [line for line in lines if line]
+    first = lines[0] if lines else problems[0]
+    more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+    if len(first) + len(more) > limit:
+        first = first[: max(0, limit - len(more) - 1)].rstrip() + "…"
+    elif len(lines) > 1:
+        first += " …"
+    return first + more

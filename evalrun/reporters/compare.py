@@ -189,7 +189,7 @@ def compare_bundles(
     resamples: int = 10_000,
 ) -> Comparison:
     before, after = case_scores(base.cases), case_scores(new.cases)
-    shared = [cid for cid in before if cid in after]
+    shared = sorted(cid for cid in before if cid in after)
     options = {"confidence": confidence, "seed": seed, "resamples": resamples}
     overall = _group(
         "suite",
@@ -222,6 +222,6 @@ def compare_bundles(
             CaseDelta(c, before[c].score, after[c].score, before[c].status, after[c].status)
             for c in shared
         ],
-        only_base=[c for c in before if c not in after],
-        only_new=[c for c in after if c not in before],
+        only_base=sorted(c for c in before if c not in after),
+        only_new=sorted(c for c in after if c not in before),
     )

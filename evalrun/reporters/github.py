@@ -29,14 +29,39 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotations(view: BundleView, *, limit: int = ANNOTATION_LIMIT) -> list[str]:
-    """``::error`` lines for failed and errored cases (at most ``limit``, then a notice)."""
+def tests_file_in(view: BundleView, workspace: Path) -> str | None:
+    """The file the cases are defined in, relative to ``workspace`` (as GitHub wants it for
+    ``file=``), or None when the bundle does not say or the file is outside the workspace."""
+    s = view.summary
+    recorded = s.get("tests_file") or s.get("eval_file")
+    if not recorded:
+        return None
+    path = Path(recorded)
+    if not path.is_absolute():
+        path = workspace / path
+    try:
+        return path.resolve().relative_to(workspace.resolve()).as_posix()
+    except ValueError:
+        return None
+
+
+def annotations(
+    view: BundleView, *, limit: int = ANNOTATION_LIMIT, workspace: Path | None = None
+) -> list[str]:
+    """``::error`` lines for failed and errored cases (at most ``limit``, then a notice), each
+    on the case's line of the eval file when the bundle records it (docs/github-actions.md)."""
+    file = tests_file_in(view, Path.cwd() if workspace is None else workspace)
     lines = []
     for case in islice(view.failures, limit):
         title = f"{view.title}: {view.label(case)} {case.status}"
         score = "-" if case.score is None else f"{case.score:.3f}"
         message = "\n".join([f"score {score}", *case_problems(case)])
-        lines.append(f"::error title={escape_property(title)}::{escape_data(message)}")
+        where = ""
+        if file is not None:
+            where = f"file={escape_property(file)},"
+            if case.line is not None:
+                where += f"line={int(case.line)},"
+        lines.append(f"::error {where}title={escape_property(title)}::{escape_data(message)}")
     if view.failure_count > limit:
         more = f"{view.failure_count - limit} more failed or errored case(s); see the job summary"
         lines.append(f"::notice title={escape_property(view.title)}::{escape_data(more)}")
@@ -70,7 +95,8 @@ def github_actions_report(
         with open(summary_path, "a", encoding="utf-8") as handle:
             handle.write(job_summary(view) + "\n")
     out = sys.stdout if stream is None else stream
-    for line in annotations(view, limit=limit):
+    workspace = Path(env["GITHUB_WORKSPACE"]) if env.get("GITHUB_WORKSPACE") else Path.cwd()
+    for line in annotations(view, limit=limit, workspace=workspace):
         out.write(line + "\n")
     out.flush()
     return True

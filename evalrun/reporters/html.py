@@ -6,19 +6,33 @@ rows, and never turns data into markup. It records its own errors into ``#js-err
 
 from __future__ import annotations
 
+import functools
 import html
 import json
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TextIO
 
 from evalrun.reporters import fmt
-from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
+from evalrun.reporters.bundle_view import (
+    DETAIL_LIMIT,
+    PROBLEMS_FIRST,
+    BundleView,
+    case_duration_s,
+    case_problems,
+    case_reason,
+)
 from evalrun.results.models import STATUSES, CaseResult, GraderResult
-from evalrun.results.summary import Series
+from evalrun.results.summary import SCORE_BINS, Series
+
+_BREAK_AFTER = re.compile(r"([-_./:])(?=[^-_./:])")
 
 TEXT_LIMIT = 20_000
+#: Compact rows the page adds per "show more".
+PAGE = 500
 SEARCH_LIMIT = 4_000
-BINS = 10
+BINS = SCORE_BINS
 COLORS = {"passed": "#2e9d5b", "failed": "#d2453f", "error": "#e39a23", "unscored": "#8a8f98"}
 
 
@@ -41,27 +55,56 @@ def _pre(value: Any, cls: str = "") -> str:
 
 
 def _table(header: Iterable[str], rows: Iterable[str], *, cls: str = "", attrs: str = "") -> str:
+    """A table in a box that scrolls sideways on a narrow screen (the page itself never)."""
     head = "".join(header)
     return (
-        f'<table class="{cls}"{attrs}><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<div class="scroll"><table class="{cls}"{attrs}><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
-def _th(label: str, kind: str | None = None) -> str:
+def _th(label: str, kind: str | None = None, cls: str = "") -> str:
     """A header cell; ``kind`` ("num" or "text") makes the column sortable."""
-    return f'<th data-type="{kind}">{e(label)}</th>' if kind else f"<th>{e(label)}</th>"
+    attrs = (f' data-type="{kind}"' if kind else "") + (f' class="{cls}"' if cls else "")
+    return f"<th{attrs}>{e(label)}</th>"
 
 
-def _td_num(value: float | None, text: str | None = None) -> str:
+def _td_num(value: float | None, text: str | None = None, cls: str = "") -> str:
     shown = fmt.score(value) if text is None else text
-    return f'<td class="num" data-v="{_num(value)}">{e(shown)}</td>'
+    return f'<td class="num{" " + cls if cls else ""}" data-v="{_num(value)}">{e(shown)}</td>'
 
 
 # --- page sections -------------------------------------------------------------------------
 
 
+def _verdict(view: BundleView) -> tuple[str, str]:
+    """(css class, sentence) answering "did it pass?" from the exit code, else the counts."""
+    counts = view.stats.counts
+    code = view.summary.get("exit_code")
+    problems = [f"{counts[s]} {s}" for s in ("error", "failed", "unscored") if counts.get(s)]
+    of = f"{counts['total']} result(s)"
+    if view.summary.get("interrupted"):
+        return "error", f"Interrupted: {', '.join(problems) or 'no problems'} of {of}"
+    if code == 0 or (code is None and not problems):
+        return "passed", f"Passed: {counts['passed']} of {of} passed"
+    if not problems:
+        return "failed", f"Failed: the suite's mean score is below the threshold ({of})"
+    return ("error" if counts["error"] else "failed"), f"Failed: {', '.join(problems)} of {of}"
+
+
 def _header(view: BundleView) -> str:
+    s = view.summary
+    desc = f'<p class="desc">{e(s["description"])}</p>' if s.get("description") else ""
+    kind, sentence = _verdict(view)
+    code = s.get("exit_code")
+    exit_text = "" if code is None else f" · exit {e(code)}"
+    return (
+        f"<header><h1>{e(view.title)}</h1>{desc}"
+        f'<p id="verdict" class="verdict {kind}">{e(sentence)}{exit_text}</p></header>'
+    )
+
+
+def _run_section(view: BundleView) -> str:
     s = view.summary
     state = "complete" if s.get("complete") else "incomplete"
     if s.get("interrupted"):
@@ -79,8 +122,12 @@ def _header(view: BundleView) -> str:
         ("Bundle", view.run_dir.resolve().name),
     ]
     meta = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items if v is not None)
-    desc = f'<p class="desc">{e(s["description"])}</p>' if s.get("description") else ""
-    return f'<header><h1>{e(view.title)}</h1>{desc}<dl class="meta">{meta}</dl></header>'
+    return f'<section id="run"><h2>Run</h2><dl class="meta">{meta}</dl></section>'
+
+
+def _breakable(text: str) -> str:
+    """Escaped text that may wrap after ``-_./:`` but never inside a word (ids, names)."""
+    return _BREAK_AFTER.sub(r"\1<wbr>", e(text))
 
 
 def _cards(view: BundleView) -> str:
@@ -102,19 +149,27 @@ def _cards(view: BundleView) -> str:
     return f'<section id="summary" class="cards">{"".join(cards)}</section>'
 
 
+def count_ticks(peak: int, most: int = 5) -> list[int]:
+    """Evenly spaced whole-number ticks from 0 to at least ``peak``: steps of 1, 2 or 5 times a
+    power of ten, at most ``most`` + 1 ticks (0, 1, 2, 3 for 3; 0, 20, 40, 60 for 53)."""
+    step = 1
+    while True:
+        for factor in (1, 2, 5):
+            if -(-peak // (step * factor)) <= most:
+                step *= factor
+                top = -(-peak // step) * step
+                return list(range(0, top + 1, step))
+        step *= 10
+
+
 def _histogram(view: BundleView) -> str:
     """Stacked bars of case scores in tenths, coloured by status, with the mean marked."""
-    bins = [dict.fromkeys(STATUSES, 0) for _ in range(BINS)]
-    unscored = 0
-    for case in view.stats.results:
-        if case.score is None:
-            unscored += 1
-            continue
-        index = min(BINS - 1, max(0, int(float(case.score) * BINS)))
-        bins[index][case.status if case.status in COLORS else "error"] += 1
+    bins = view.stats.score_bins
+    unscored = view.stats.counts["total"] - sum(sum(b.values()) for b in bins)
     width, height, left, right, top, bottom = 640, 240, 40, 12, 16, 34
     plot_w, plot_h = width - left - right, height - top - bottom
-    peak = max([sum(b.values()) for b in bins] + [1])
+    ticks = count_ticks(max([sum(b.values()) for b in bins] + [1]))
+    peak = ticks[-1]
     bar_w = plot_w / BINS
     parts = [
         f'<svg id="score-chart" viewBox="0 0 {width} {height}" role="img" '
@@ -123,7 +178,7 @@ def _histogram(view: BundleView) -> str:
         'class="axis"/>',
         f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}" class="axis"/>',
     ]
-    for tick in sorted({0, peak // 2, peak}):
+    for tick in ticks:
         y = top + plot_h - plot_h * tick / peak
         parts.append(
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{tick}</text>'
@@ -158,7 +213,12 @@ def _histogram(view: BundleView) -> str:
         x = left + plot_w * mean
         parts.append(
             f'<line x1="{x:.1f}" y1="{top - 4}" x2="{x:.1f}" y2="{top + plot_h}" class="mean"/>'
-            f'<text x="{x + 4:.1f}" y="{top + 6}" class="tick">mean {mean:.3f}</text>'
+            + (  # the label on the side with room for it
+                f'<text x="{x - 4:.1f}" y="{top + 6}" text-anchor="end" class="tick">'
+                if mean > 0.75
+                else f'<text x="{x + 4:.1f}" y="{top + 6}" class="tick">'
+            )
+            + f"mean {mean:.3f}</text>"
         )
     parts.append("</svg>")
     legend = "".join(f'<span><i style="background:{COLORS[s]}"></i>{s}</span>' for s in STATUSES)
@@ -389,50 +449,89 @@ def _search_text(case: CaseResult) -> str:
     return " ".join(pieces).lower()
 
 
-def _case_rows(view: BundleView) -> Iterator[str]:
+def _case_row(view: BundleView, case: CaseResult, index: int) -> str:
+    """A case as a ``<tbody>``: its row, and its details in a hidden row below."""
     repeats = view.repeats is not None
-    columns = 6 if repeats else 5
-    for index, case in enumerate(view.cases):
-        chips = "".join(
-            f'<span class="chip {e(g.status)}" title="{e(g.reason or g.status)}">'
-            f"{e(g.name)} {e(fmt.score(g.score, 2))}</span>"
-            for g in case.graders
-        )
-        duration = case_duration_s(case)
-        row = (
-            f'<tr class="case-row" tabindex="0" aria-expanded="false">'
-            f'<td class="id">{e(case.id)}</td>'
-            f"{_td_num(case.repeat, str(case.repeat)) if repeats else ''}"
-            f'<td data-v="{STATUSES.index(case.status) if case.status in STATUSES else 9}">'
-            f"{_badge(case.status)}</td>"
-            f"{_td_num(case.score)}"
-            f"<td>{chips}</td>"
-            f"{_td_num(duration, '–' if duration is None else f'{duration:.2f}')}</tr>"
-        )
-        detail = f'<tr class="detail" hidden><td colspan="{columns}">{_case_detail(view, case)}</td></tr>'
-        yield (
-            f'<tbody class="case" id="case-{index}" data-id="{e(case.id)}" '
-            f'data-repeat="{case.repeat}" data-status="{e(case.status)}" '
-            f'data-search="{e(_search_text(case))}">{row}{detail}</tbody>'
-        )
+    columns = 7 if repeats else 6
+    chips = "".join(
+        f'<span class="chip {e(g.status)}" title="{e(g.reason or g.status)}">'
+        f"{_breakable(g.name)} {e(fmt.score(g.score, 2))}</span>"
+        for g in case.graders
+    )
+    duration = case_duration_s(case)
+    row = (
+        f'<tr class="case-row" tabindex="0" aria-expanded="false">'
+        f'<td class="id">{_breakable(case.id)}</td>'
+        f"{_td_num(case.repeat, str(case.repeat)) if repeats else ''}"
+        f'<td data-v="{PROBLEMS_FIRST.get(case.status, 0)}">{_badge(case.status)}</td>'
+        f"{_td_num(case.score)}"
+        f'<td class="why">{e(case_reason(case))}</td>'
+        f'<td class="graders">{chips}</td>'
+        f"{_td_num(duration, '–' if duration is None else f'{duration:.2f}', 'time')}</tr>"
+    )
+    detail = (
+        f'<tr class="detail" hidden><td colspan="{columns}">{_case_detail(view, case)}</td></tr>'
+    )
+    return (
+        f'<tbody class="case" id="case-{index}" data-id="{e(case.id)}" '
+        f'data-repeat="{case.repeat}" data-status="{e(case.status)}" '
+        f'data-search="{e(_search_text(case))}">{row}{detail}</tbody>'
+    )
 
 
-def _case_section(view: BundleView) -> tuple[str, str]:
-    """The case section around its rows: (before, after)."""
+def _json_text(value: object) -> str:
+    """A JSON string that is safe inside a ``<script>`` data block: only "<" could end it
+    early; ">" and "&" are escaped too, for good measure."""
+    text = encode_basestring(str(value))
+    if "<" in text or ">" in text or "&" in text:
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return text
+
+
+#: Grader names and statuses repeat on every row: encoded once each.
+_json_name = functools.lru_cache(maxsize=4096)(_json_text)
+
+
+def _json_number(value: float | None) -> str:
+    if value is None:
+        return "null"
+    number = float(value)
+    return repr(number) if number - number == 0.0 else "null"  # NaN and infinities: null
+
+
+def _compact_row(case: CaseResult) -> str:
+    """A passed case of a large run as compact JSON data: [id, repeat, score, seconds, line,
+    [[grader, status, score], ...]]; the page's script makes a row of it (as text). Written
+    by hand: ``json.dumps`` per row would cost more than the rest of the row."""
+    duration = case_duration_s(case)
+    graders = ",".join(
+        f"[{_json_name(g.name)},{_json_name(g.status)},{_json_number(g.score)}]"
+        for g in case.graders
+    )
+    line = "null" if case.line is None else str(int(case.line))
+    seconds = "null" if duration is None else _json_number(round(duration, 3))
+    return (
+        f"[{_json_text(case.id)},{int(case.repeat)},{_json_number(case.score)},{seconds},"
+        f"{line},[{graders}]]"
+    )
+
+
+def _case_section_head(view: BundleView) -> str:
     options = '<option value="">all statuses</option>' + "".join(
         f'<option value="{s}">{s} ({view.stats.counts.get(s, 0)})</option>' for s in STATUSES
     )
     header = "".join(
         [
-            _th("Case", "text"),
-            _th("Repeat", "num") if view.repeats else "",
-            _th("Status", "num"),
-            _th("Score", "num"),
-            _th("Graders"),
-            _th("Time (s)", "num"),
+            _th("Case", "text", "id"),
+            _th("Repeat", "num", "rep") if view.repeats else "",
+            _th("Status", "num", "status"),
+            _th("Score", "num", "score"),
+            _th("Reason", "text", "why"),
+            _th("Graders", cls="graders"),
+            _th("Time (s)", "num", "time"),
         ]
     )
-    before = (
+    return (
         '<section id="cases"><h2>Cases</h2><div class="controls">'
         f'<label>Status <select id="status-filter">{options}</select></label>'
         '<label>Filter <input id="text-filter" type="search" '
@@ -440,34 +539,78 @@ def _case_section(view: BundleView) -> tuple[str, str]:
         '<button type="button" id="expand-all">expand all</button>'
         '<button type="button" id="collapse-all">collapse all</button>'
         '<span id="shown-count" aria-live="polite"></span></div>'
-        '<table id="case-table" class="sortable grouped">'
+        '<div class="scroll"><table id="case-table" class="sortable grouped">'
         f"<thead><tr>{header}</tr></thead>"
     )
-    return before, '</table><p id="no-match" hidden>No case matches the filter.</p></section>'
 
 
-def write(view: BundleView, out: TextIO) -> None:
-    """The page, written one case at a time."""
-    cases_before, cases_after = _case_section(view)
-    out.write(
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>evalrun: {e(view.title)}</title>"
-        f"<script>{_ERROR_HOOK}</script><style>{_CSS}</style></head>"
-        '<body data-ready="0">'
-        + _header(view)
-        + _cards(view)
-        + _histogram(view)
-        + _grader_section(view)
-        + _repeat_section(view)
-        + cases_before
-    )
-    out.writelines(_case_rows(view))
-    out.write(
-        cases_after
-        + '<pre id="js-errors" hidden></pre>'
-        + f"<script>{_SCRIPT}</script></body></html>\n"
-    )
+#: Closes the cases table; the compact rows (if any) follow it in a JSON data block.
+_TABLE_END = "</table></div>"
+
+
+def _case_section_tail(view: BundleView) -> str:
+    more = ""
+    if view.compact:
+        more = (
+            '<p id="more-cases" hidden><span id="more-count"></span> '
+            f'<button type="button" id="show-more" data-page="{PAGE}">show {PAGE} more</button> '
+            '<button type="button" id="show-all">show all</button></p>'
+            f'<p class="note">Passed cases of a run of more than {DETAIL_LIMIT} results are shown '
+            "without details; every result is in results.jsonl.</p>"
+        )
+    return more + '<p id="no-match" hidden>No case matches the filter.</p></section>'
+
+
+class Writer:
+    """The page, written one case at a time: the summary, then the cases table (problems
+    first), then the chart, the grader tables and the run's metadata.
+
+    In a large run (``view.compact``) passed cases are not rows of the page as written but
+    compact data in a JSON block after the table, which the script turns into rows a page at
+    a time, so the file stays small and the browser fast (docs/reports.md).
+    """
+
+    reads_passed = True
+
+    def __init__(self, view: BundleView, out: TextIO) -> None:
+        self.view, self.out = view, out
+        self.index = 0
+        self.in_data = False
+
+    def head(self) -> None:
+        view = self.view
+        self.out.write(
+            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>evalrun: {e(view.title)}</title>"
+            f"<script>{_ERROR_HOOK}</script><style>{_CSS}</style></head>"
+            '<body data-ready="0">' + _header(view) + _cards(view) + _case_section_head(view)
+        )
+
+    def case(self, case: CaseResult) -> None:
+        if self.view.compact and case.status == "passed":
+            if not self.in_data:
+                self.in_data = True
+                self.out.write(_TABLE_END + '<script type="application/json" id="compact-cases">[')
+            else:
+                self.out.write(",\n")
+            self.out.write(_compact_row(case))
+        else:
+            self.out.write(_case_row(self.view, case, self.index))
+        self.index += 1
+
+    def tail(self) -> None:
+        view = self.view
+        self.out.write(
+            ("]</script>" if self.in_data else _TABLE_END)
+            + _case_section_tail(view)
+            + _histogram(view)
+            + _grader_section(view)
+            + _repeat_section(view)
+            + _run_section(view)
+            + '<pre id="js-errors" hidden></pre>'
+            + f"<script>{_SCRIPT}</script></body></html>\n"
+        )
 
 
 _ERROR_HOOK = """
@@ -509,11 +652,12 @@ _SCRIPT = """
     return a.localeCompare(b, undefined, {numeric: true});
   }
 
-  function sortBy(th) {
+  function sortBy(th, keep) {
     var tbl = th.closest("table");
     var index = Array.prototype.indexOf.call(th.parentNode.cells, th);
     var type = th.getAttribute("data-type");
-    var dir = th.getAttribute("aria-sort") === "ascending" ? "descending" : "ascending";
+    var now = th.getAttribute("aria-sort");
+    var dir = keep ? now : (now === "ascending" ? "descending" : "ascending");
     tbl.querySelectorAll("thead th").forEach(function (h) { h.removeAttribute("aria-sort"); });
     th.setAttribute("aria-sort", dir);
     var grouped = tbl.classList.contains("grouped");
@@ -544,8 +688,88 @@ _SCRIPT = """
       if (tb.hidden === ok) tb.hidden = !ok;
       if (ok) count += 1;
     });
-    shown.textContent = count + " of " + table.tBodies.length + " shown";
+    var notLoaded = pending.length - loaded;
+    shown.textContent = count + " of " + (table.tBodies.length + notLoaded) + " shown";
     noMatch.hidden = count !== 0;
+    if (moreBox) {
+      moreBox.hidden = notLoaded === 0;
+      moreCount.textContent = notLoaded + " passed case(s) not loaded yet (filters and sorting " +
+        "apply to the loaded ones)";
+    }
+  }
+
+  // Passed cases of a large run come as compact data; rows are made from it as text.
+  var dataBlock = document.getElementById("compact-cases");
+  var pending = dataBlock ? JSON.parse(dataBlock.textContent) : [];
+  var loaded = 0;
+  var moreBox = document.getElementById("more-cases");
+  var moreCount = document.getElementById("more-count");
+  var hasRepeat = table.querySelector("thead th.rep") !== null;
+
+  function td(row, cls, text, value) {
+    var cell = document.createElement("td");
+    if (cls) cell.className = cls;
+    if (value !== undefined) cell.setAttribute("data-v", value);
+    cell.textContent = text;
+    row.appendChild(cell);
+    return cell;
+  }
+
+  function number(value, digits) { return value === null ? "\u2013" : value.toFixed(digits); }
+
+  function compactCase(item) {
+    var id = item[0], repeat = item[1], score = item[2], secs = item[3], line = item[4];
+    var graders = item[5];
+    var tb = document.createElement("tbody");
+    tb.className = "case";
+    tb.setAttribute("data-id", id);
+    tb.setAttribute("data-repeat", String(repeat));
+    tb.setAttribute("data-status", "passed");
+    tb.setAttribute("data-search",
+      [id, "passed"].concat(graders.map(function (g) { return g[0]; })).join(" ").toLowerCase());
+    var row = document.createElement("tr");
+    row.className = "case-row";
+    row.tabIndex = 0;
+    row.setAttribute("aria-expanded", "false");
+    var idCell = td(row, "id", "");
+    id.split(/(?<=[-_./:])(?=[^-_./:])/).forEach(function (part, i) {
+      if (i) idCell.appendChild(document.createElement("wbr"));
+      idCell.appendChild(document.createTextNode(part));
+    });
+    if (hasRepeat) td(row, "num", String(repeat), String(repeat));
+    var badge = document.createElement("span");
+    badge.className = "badge passed";
+    badge.textContent = "passed";
+    td(row, "", "", "3").appendChild(badge);
+    td(row, "num", number(score, 3), score === null ? "" : String(score));
+    td(row, "why", "");
+    var chips = td(row, "graders", "");
+    graders.forEach(function (g) {
+      var chip = document.createElement("span");
+      chip.className = "chip " + g[1];
+      chip.textContent = g[0] + " " + number(g[2], 2);
+      chips.appendChild(chip);
+    });
+    td(row, "num time", number(secs, 2), secs === null ? "" : String(secs));
+    var detail = document.createElement("tr");
+    detail.className = "detail";
+    detail.hidden = true;
+    var cell = td(detail, "", "Passed" + (line ? " (line " + line + " of the tests file)" : "") +
+      ". Details of this case are in results.jsonl.");
+    cell.colSpan = hasRepeat ? 7 : 6;
+    tb.appendChild(row);
+    tb.appendChild(detail);
+    return tb;
+  }
+
+  function loadMore(n) {
+    var end = Math.min(pending.length, loaded + n);
+    var rows = document.createDocumentFragment();
+    for (; loaded < end; loaded++) rows.appendChild(compactCase(pending[loaded]));
+    table.appendChild(rows);
+    var sorted = table.querySelector("thead th[aria-sort]");
+    if (sorted) sortBy(sorted, true);
+    applyFilter();
   }
 
   function toggle(row, open) {
@@ -589,6 +813,14 @@ _SCRIPT = """
   });
   statusSel.addEventListener("change", applyFilter);
   textIn.addEventListener("input", applyFilter);
+  if (moreBox) {
+    var page = parseInt(document.getElementById("show-more").getAttribute("data-page"), 10);
+    document.getElementById("show-more").addEventListener("click", function () { loadMore(page); });
+    document.getElementById("show-all").addEventListener("click", function () {
+      loadMore(pending.length);
+    });
+    loadMore(page);
+  }
   applyFilter();
   var errBox = document.getElementById("js-errors");
   if (window.evalrunErrors.length) {
@@ -611,7 +843,12 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: 
 h1 { margin: 0 0 .25rem; font-size: 1.6rem; word-break: break-word; }
 h2 { margin: 2rem 0 .6rem; font-size: 1.2rem; }
 h4 { margin: .6rem 0 .3rem; } h5 { margin: .5rem 0 .2rem; font-size: .85rem; color: var(--muted); }
-.desc { color: var(--muted); margin: 0 0 .8rem; }
+.desc { color: var(--muted); margin: 0 0 .5rem; }
+.verdict { font-weight: 600; font-size: 1.1rem; margin: .2rem 0 0; padding-left: .6rem;
+  border-left: 5px solid var(--unscored); }
+.verdict.passed { border-left-color: var(--passed); } .verdict.failed { border-left-color: var(--failed); }
+.verdict.error { border-left-color: var(--error); }
+.scroll { max-width: 100%; overflow-x: auto; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: 0; }
 dl.meta dt { color: var(--muted); } dl.meta dd { margin: 0; word-break: break-word; }
 .cards { display: flex; flex-wrap: wrap; gap: .6rem; margin-top: 1.2rem; }
@@ -640,7 +877,8 @@ th[aria-sort="descending"]::after { content: " ▼"; color: var(--fg); }
 .controls input, .controls select, .controls button { font: inherit; padding: .2rem .4rem; }
 #shown-count { color: var(--muted); }
 tr.case-row { cursor: pointer; } tr.case-row:hover, tr.case-row:focus { background: var(--panel); }
-tr.case-row td.id { font-weight: 600; word-break: break-all; }
+tr.case-row td.id { font-weight: 600; overflow-wrap: normal; word-break: normal; min-width: 6rem; }
+td.why { overflow-wrap: anywhere; min-width: 10rem; }
 tr.detail > td { background: var(--panel); padding: .6rem 1rem 1rem; }
 .badge, .chip { display: inline-block; border-radius: 10px; padding: 0 .5rem; font-size: .8rem;
   color: #fff; background: var(--unscored); margin: 0 .25rem .15rem 0; white-space: nowrap; }
@@ -660,4 +898,23 @@ details.call { border: 1px solid var(--line); border-radius: 6px; padding: .3rem
 details summary { cursor: pointer; }
 tr.unstable td { color: var(--failed); }
 #js-errors { border-color: var(--failed); color: var(--failed); }
+@media (max-width: 640px) {
+  body { padding: .6rem; }
+  #case-table .graders, #case-table .time { display: none; }
+  /* Fixed shares of the width: a long id wraps between its words, and only a single word
+     wider than its column is broken. */
+  #case-table { table-layout: fixed; }
+  #case-table th.id { width: 32%; } #case-table th.rep { width: 11%; }
+  #case-table th.status { width: 21%; } #case-table th.score { width: 15%; }
+  #case-table th.why { width: 32%; }
+  #case-table td.id { overflow-wrap: break-word; min-width: 0; }
+  #case-table td.why { min-width: 0; }
+  #case-table th[data-type]::after { content: ""; }
+  #case-table th[aria-sort="ascending"]::after { content: " ▲"; }
+  #case-table th[aria-sort="descending"]::after { content: " ▼"; }
+  th, td { padding: .3rem .3rem; }
+  tr.detail > td { padding: .4rem .5rem .6rem; }
+  .card { min-width: 5rem; padding: .4rem .6rem; }
+  .controls label, .controls input { max-width: 100%; }
+}
 """

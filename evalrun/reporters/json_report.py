@@ -41,12 +41,24 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def write(view: BundleView, out: TextIO) -> None:
-    """The document ``json.dumps(..., indent=2)`` gives, with "failures" streamed last."""
-    head = _dumps({**_head(view), "failures": []})
-    out.write(head.removesuffix("[]\n}") + "[")
-    separator = "\n"
-    for case in view.read_full(c for c in view.stats.results if c.status != "passed"):
-        out.write(separator + _INDENT + _dumps(_failure(case)).replace("\n", "\n" + _INDENT))
-        separator = ",\n"
-    out.write("]\n}\n" if separator == "\n" else "\n  ]\n}\n")
+class Writer:
+    """The document ``json.dumps(..., indent=2)`` gives, with "failures" (every result that did
+    not pass) streamed last."""
+
+    reads_passed = False
+
+    def __init__(self, view: BundleView, out: TextIO) -> None:
+        self.view, self.out = view, out
+        self.separator = "\n"
+
+    def head(self) -> None:
+        head = _dumps({**_head(self.view), "failures": []})
+        self.out.write(head.removesuffix("[]\n}") + "[")
+
+    def case(self, case: CaseResult) -> None:
+        text = _dumps(_failure(case)).replace("\n", "\n" + _INDENT)
+        self.out.write(self.separator + _INDENT + text)
+        self.separator = ",\n"
+
+    def tail(self) -> None:
+        self.out.write("]\n}\n" if self.separator == "\n" else "\n  ]\n}\n")

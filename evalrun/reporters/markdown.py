@@ -14,7 +14,12 @@ from itertools import islice
 from typing import Any, TextIO
 
 from evalrun.reporters import fmt
-from evalrun.reporters.bundle_view import BundleView, case_duration_s, case_problems
+from evalrun.reporters.bundle_view import (
+    DETAIL_LIMIT,
+    BundleView,
+    case_duration_s,
+    case_problems,
+)
 from evalrun.results.models import CaseResult, GraderResult
 
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]{}#!|~])")
@@ -69,7 +74,7 @@ def _run_lines(view: BundleView) -> list[str]:
 def _summary_lines(view: BundleView) -> list[str]:
     c = view.stats.counts
     row = [
-        str(len(view.stats.case_ids)),
+        str(view.stats.case_count),
         str(c["total"]),
         str(c["passed"]),
         str(c["failed"]),
@@ -242,20 +247,61 @@ class _Joined:
         self.out.write("\n")
 
 
+class Writer:
+    """The whole report; ``details=False`` leaves out the per-case sections (job summaries).
+    A large run (``view.compact``) details only the cases that did not pass."""
+
+    def __init__(
+        self,
+        view: BundleView,
+        out: TextIO,
+        *,
+        details: bool = True,
+        max_failures: int | None = None,
+    ) -> None:
+        self.view, self.doc = view, _Joined(out)
+        self.details = details and bool(view.stats.counts["total"])
+        self.max_failures = max_failures
+        self.reads_passed = self.details and not view.compact
+        self.started = False
+
+    def head(self) -> None:
+        for section in (_run_lines, _summary_lines, _grader_lines, _repeat_lines):
+            self.doc.add(section(self.view))
+        for lines in _failure_lines(self.view, self.max_failures):
+            self.doc.add(lines)
+        if self.details:
+            self.doc.add(["## Cases", ""])
+
+    def case(self, case: CaseResult) -> None:
+        if self.details:
+            self.doc.add(_case_details(self.view, case))
+
+    def tail(self) -> None:
+        passed = self.view.stats.counts["passed"]
+        if self.details and not self.reads_passed and passed:
+            self.doc.add(
+                [
+                    f"{passed} passed case(s) are not detailed here (a run of more than "
+                    f"{DETAIL_LIMIT} results): see report.html or results.jsonl.",
+                    "",
+                ]
+            )
+        self.doc.close()
+
+
 def write(
     view: BundleView, out: TextIO, *, details: bool = True, max_failures: int | None = None
 ) -> None:
-    """The whole report; ``details=False`` leaves out the per-case sections (job summaries)."""
-    doc = _Joined(out)
-    for section in (_run_lines, _summary_lines, _grader_lines, _repeat_lines):
-        doc.add(section(view))
-    for lines in _failure_lines(view, max_failures):
-        doc.add(lines)
-    if details and view.stats.counts["total"]:
-        doc.add(["## Cases", ""])
-        for case in view.cases:
-            doc.add(_case_details(view, case))
-    doc.close()
+    """The whole report in one go (see :class:`Writer`)."""
+    from evalrun.reporters import write_all
+
+    writer = Writer(view, out, details=details, max_failures=max_failures)
+    if writer.details:
+        write_all(view, [writer])
+    else:  # no per-case sections: nothing to read case by case
+        writer.head()
+        writer.tail()
 
 
 def render(view: BundleView, *, details: bool = True, max_failures: int | None = None) -> str:

@@ -95,6 +95,7 @@ def merged_meta(summaries: list[dict[str, Any]], warnings: list[str]) -> dict[st
         for key in (
             "eval",
             "eval_file",
+            "tests_file",
             "description",
             "target",
             "judge",

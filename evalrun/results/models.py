@@ -40,10 +40,8 @@ class GraderResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraderResult:
-        data = dict(data)
-        proxy = data.pop("proxy", None)
-        known = {f for f in cls.__dataclass_fields__}
-        result = cls(**{k: v for k, v in data.items() if k in known})
+        result = cls(**{k: v for k, v in data.items() if k in _GRADER_FIELDS})
+        proxy = data.get("proxy")
         result.proxy = ProxyUsage(**proxy) if proxy else None
         return result
 
@@ -60,6 +58,9 @@ class CaseResult:
     repeat: int = 0
     timings: dict[str, float] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
+    #: The line the case starts on in the file its tests come from (``tests_file`` in the
+    #: summary), so CI annotations can point at it.
+    line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,11 +90,16 @@ class CaseResult:
             error=self.error,
             repeat=self.repeat,
             usage=self.usage,
+            line=self.line,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        data = dict(data)
-        graders = [GraderResult.from_dict(g) for g in data.pop("graders", [])]
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(graders=graders, **{k: v for k, v in data.items() if k in known})
+        graders = [GraderResult.from_dict(g) for g in data.get("graders") or ()]
+        return cls(graders=graders, **{k: v for k, v in data.items() if k in _CASE_FIELDS})
+
+
+#: Keys of a result line read into the dataclasses (unknown keys are ignored; nested ones are
+#: converted by ``from_dict``).
+_GRADER_FIELDS = frozenset(GraderResult.__dataclass_fields__) - {"proxy"}
+_CASE_FIELDS = frozenset(CaseResult.__dataclass_fields__) - {"graders"}

@@ -1,18 +1,20 @@
 """The one place run statistics are computed from case results.
 
-The runner builds ``summary.json`` with :func:`summarize`; ``evalrun merge`` recomputes it from
-merged shards; the reporters read :class:`RunStats`. Counts are over result lines: with
-``--repeat N`` every repeat of a case counts once.
+The runner feeds each result to a :class:`StatsBuilder` as it finishes and writes
+``summary.json`` with :func:`summary_dict`; the reporters build the same from ``results.jsonl``;
+``evalrun merge`` recomputes it from merged shards with :func:`summarize`. Counts are over result
+lines: with ``--repeat N`` every repeat of a case counts once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from evalrun.results import stats
-from evalrun.results.models import STATUSES, CaseResult
+from evalrun.results.models import STATUSES, CaseResult, GraderResult
 
 DEFAULT_UNSTABLE_BOUND = 0.15
 
@@ -56,7 +58,7 @@ def _scored(score: float | None, status: str) -> bool:
 class _Spread:
     """mean, median and stdev of ``scores`` (None when there are none)."""
 
-    scores: list[float]
+    scores: Sequence[float]
 
     @property
     def mean(self) -> float | None:
@@ -81,7 +83,7 @@ class GraderStats(_Spread):
     failed: int = 0
     error: int = 0
     unscored: int = 0
-    scores: list[float] = field(default_factory=list)
+    scores: array[float] = field(default_factory=lambda: array("d"))
 
     @property
     def pass_rate(self) -> float | None:
@@ -245,15 +247,25 @@ def repeat_stats(
     )
 
 
+#: The score histogram's bins: tenths of the case score.
+SCORE_BINS = 10
+
+
 @dataclass
 class RunStats:
-    results: list[CaseResult]
+    """Numbers only: counts, scores and per-grader spreads, never the results themselves, so
+    memory stays flat however many cases a run has (docs/performance.md)."""
+
     counts: dict[str, int]
-    case_ids: list[str]
-    scores: list[float]
+    case_count: int
+    scores: Sequence[float]
     graders: dict[str, GraderStats]
     repeats: RepeatStats | None
     usage: dict[str, float]
+    #: Highest repeat index seen (0 without --repeat).
+    max_repeat: int = 0
+    #: Per tenth of the score: how many results of each status scored there.
+    score_bins: list[dict[str, int]] = field(default_factory=list)
 
     @property
     def mean_score(self) -> float | None:
@@ -272,7 +284,7 @@ class RunStats:
         """The statistics block shared by summary.json and report.json."""
         return {
             "counts": self.counts,
-            "cases": len(self.case_ids),
+            "cases": self.case_count,
             "mean_score": self.mean_score,
             "median_score": self.median_score,
             "pass_rate": self.pass_rate,
@@ -287,38 +299,131 @@ def _add_numbers(into: dict[str, float], values: Mapping[str, Any]) -> None:
             into[key] = into.get(key, 0) + value
 
 
+class StatsBuilder:
+    """Run statistics fed one result at a time, keeping numbers only.
+
+    ``by_case`` keeps each case's scores for the repeat statistics (what ``--repeat`` needs);
+    without it a result with a repeat index above 0 sets :attr:`saw_repeats`, so a reader
+    can go over the results again with ``by_case=True``. Results are taken as they come: the
+    caller drops superseded lines (see :func:`latest_results`).
+    """
+
+    def __init__(self, *, by_case: bool = False) -> None:
+        self.counts = dict.fromkeys(STATUSES, 0)
+        self.total = 0
+        self.scores = array("d")
+        self.graders: dict[str, GraderStats] = {}
+        self.judge: dict[str, float] = {}
+        self.target: dict[str, float] = {}
+        self.max_repeat = 0
+        self.bins = [dict.fromkeys(STATUSES, 0) for _ in range(SCORE_BINS)]
+        self.by_case = by_case
+        self._grouped: list[CaseResult] = []
+        self.saw_repeats = False
+
+    def add(self, case: CaseResult) -> None:
+        """One result: a :class:`CaseResult` (full or slim)."""
+        self.add_fields(
+            str(case.id),
+            case.status,
+            case.score,
+            int(case.repeat or 0),
+            case.usage,
+            [(g.name, g.status, g.score, g.proxy and asdict(g.proxy)) for g in case.graders],
+        )
+
+    def add_record(self, data: Mapping[str, Any]) -> None:
+        """One result as its JSON line decoded (what a reader of results.jsonl has)."""
+        score = data.get("score")
+        self.add_fields(
+            str(data["id"]),
+            data["status"],
+            None if score is None else float(score),
+            int(data.get("repeat") or 0),
+            data.get("usage") or {},
+            [
+                (g["name"], g["status"], g.get("score"), g.get("proxy"))
+                for g in data.get("graders") or ()
+            ],
+        )
+
+    def add_fields(
+        self,
+        case_id: str,
+        status: str,
+        score: float | None,
+        repeat: int,
+        usage: Mapping[str, Any] | None,
+        graders: Iterable[tuple[str, str, float | None, Mapping[str, Any] | None]],
+    ) -> None:
+        graders = list(graders)
+        self.total += 1
+        self.counts[status] = self.counts.get(status, 0) + 1
+        if repeat > self.max_repeat:
+            self.max_repeat = repeat
+            self.saw_repeats = not self.by_case
+        if score is not None:
+            self.scores.append(float(score))
+            index = min(SCORE_BINS - 1, max(0, int(float(score) * SCORE_BINS)))
+            self.bins[index][status if status in STATUSES else "error"] += 1
+        if usage:
+            target = usage.get("target")
+            _add_numbers(self.target, target if isinstance(target, dict) else usage)
+        for name, g_status, g_score, proxy in graders:
+            gs = self.graders.get(name)
+            if gs is None:
+                gs = self.graders[name] = GraderStats(name)
+            gs.count += 1
+            if g_status in STATUSES:
+                setattr(gs, g_status, getattr(gs, g_status) + 1)
+            if _scored(g_score, g_status):
+                gs.scores.append(float(g_score))  # type: ignore[arg-type]
+            if proxy:
+                _add_numbers(self.judge, proxy)
+        if self.by_case:
+            self._grouped.append(
+                CaseResult(
+                    id=case_id,
+                    status=status,  # type: ignore[arg-type]
+                    score=score,
+                    repeat=repeat,
+                    graders=[
+                        GraderResult(name=n, status=st, score=sc)  # type: ignore[arg-type]
+                        for n, st, sc, _ in graders
+                    ],
+                )
+            )
+
+    def build(self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND) -> RunStats:
+        counts = dict(self.counts)
+        counts["total"] = self.total
+        judge = dict(self.judge)
+        judge.pop("max_calls", None)
+        repeats = repeat_stats(self._grouped, bound=unstable_bound) if self.by_case else None
+        case_count = len(repeats.cases) if repeats else self.total
+        if self.by_case and repeats is None:
+            case_count = len({c.id for c in self._grouped})
+        return RunStats(
+            counts=counts,
+            case_count=case_count,
+            scores=self.scores,
+            graders=self.graders,
+            repeats=repeats,
+            usage={"judge": judge, "target": dict(self.target)},
+            max_repeat=self.max_repeat,
+            score_bins=[dict(b) for b in self.bins],
+        )
+
+
 def compute_stats(
     cases: Iterable[CaseResult], *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND
 ) -> RunStats:
+    """Statistics of ``cases`` after dropping superseded lines (the last line of a case wins)."""
     results = latest_results(cases)
-    counts = dict.fromkeys(STATUSES, 0)
-    graders: dict[str, GraderStats] = {}
-    judge: dict[str, float] = {}
-    target: dict[str, float] = {}
+    builder = StatsBuilder(by_case=any(c.repeat for c in results))
     for case in results:
-        counts[case.status] = counts.get(case.status, 0) + 1
-        usage = case.usage or {}
-        _add_numbers(target, usage["target"] if isinstance(usage.get("target"), dict) else usage)
-        for g in case.graders:
-            gs = graders.setdefault(g.name, GraderStats(g.name))
-            gs.count += 1
-            if g.status in STATUSES:
-                setattr(gs, g.status, getattr(gs, g.status) + 1)
-            if _scored(g.score, g.status):
-                gs.scores.append(float(g.score))  # type: ignore[arg-type]
-            if g.proxy is not None:
-                _add_numbers(judge, asdict(g.proxy))
-    judge.pop("max_calls", None)
-    counts["total"] = len(results)
-    return RunStats(
-        results=results,
-        counts=counts,
-        case_ids=list(dict.fromkeys(c.id for c in results)),
-        scores=[float(c.score) for c in results if c.score is not None],
-        graders=graders,
-        repeats=repeat_stats(results, bound=unstable_bound),
-        usage={"judge": judge, "target": target},
-    )
+        builder.add(case)
+    return builder.build(unstable_bound=unstable_bound)
 
 
 def summary_dict(run: RunStats, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -327,7 +432,7 @@ def summary_dict(run: RunStats, meta: Mapping[str, Any] | None = None) -> dict[s
     out: dict[str, Any] = {key: meta.get(key) for key in RUN_KEYS}
     out.update({k: v for k, v in meta.items() if k not in out})
     if out.get("repeat") is None:
-        out["repeat"] = max((c.repeat for c in run.results), default=0) + 1
+        out["repeat"] = run.max_repeat + 1
     out.update(run.to_dict())
     if run.repeats is not None:
         out["repeat_stats"] = run.repeats.to_dict(per_case=False)

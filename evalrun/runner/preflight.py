@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +49,31 @@ class _Use:
     where: str
 
 
+@dataclass
+class CaseSurvey:
+    """What the checks need of the cases, gathered in one pass: the cases may stream from a
+    file, and each pass reads it again (docs/performance.md)."""
+
+    #: Each grader once, with its key path; suite graders first.
+    graders: list[tuple[tuple[Any, ...], GraderSpec]] = field(default_factory=list)
+    #: Some case has no recorded output, so the target must answer it.
+    needs_target: bool = False
+
+
+def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
+    survey = CaseSurvey([(("graders", i), g) for i, g in enumerate(loaded.spec.graders)])
+    for case in cases:
+        survey.needs_target = survey.needs_target or case.output is None
+        survey.graders += [
+            (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
+        ]
+    return survey
+
+
 def check_eval(
     loaded: LoadedEval,
     *,
-    cases: list[TestCase],
+    cases: Iterable[TestCase],
     targets: TargetsFile,
     lookup: TargetsLookup,
     target: str | None = None,
@@ -60,34 +81,24 @@ def check_eval(
     replay: bool = False,
     env: Mapping[str, str] | None = None,
     need_target: bool = True,
+    survey: CaseSurvey | None = None,
 ) -> list[str]:
     """Problems the run would trip on: unknown targets, unset keys, missing extras, grader
     programs or scripts that are not there, a rubric that cannot be found. ``validate`` passes
     ``need_target=False``: a file may leave the target to ``--target`` at run time."""
     env = os.environ if env is None else env
+    survey = survey or survey_cases(loaded, cases)
     problems = _check_targets(
-        loaded, cases, targets, lookup, target, judge, replay, env, need_target
+        loaded, survey, targets, lookup, target, judge, replay, env, need_target
     )
-    problems += _check_graders(loaded, cases, env)
+    problems += _check_graders(loaded, survey, env)
     problems += _check_rubric(loaded)
     return list(dict.fromkeys(problems))
 
 
-def _graders(loaded: LoadedEval, cases: list[TestCase]) -> list[tuple[tuple[Any, ...], GraderSpec]]:
-    """Each grader once, with its key path; suite graders first."""
-    out: list[tuple[tuple[Any, ...], GraderSpec]] = [
-        (("graders", i), g) for i, g in enumerate(loaded.spec.graders)
-    ]
-    index = {id(case): i for i, case in enumerate(loaded.tests)}
-    for case in cases:
-        i = index.get(id(case), 0)
-        out += [(("tests", i, "graders", j), g) for j, g in enumerate(case.graders)]
-    return out
-
-
 def _check_targets(
     loaded: LoadedEval,
-    cases: list[TestCase],
+    survey: CaseSurvey,
     targets: TargetsFile,
     lookup: TargetsLookup,
     target: str | None,
@@ -107,7 +118,7 @@ def _check_targets(
     uses: list[_Use] = []
     problems: list[str] = []
     configured = ", ".join(targets.names)
-    if any(case.output is None for case in cases):
+    if survey.needs_target:
         if answerer is None and need_target:
             problems.append(
                 f"{loaded.path}: target: no target to answer the cases: set 'target:' in the "
@@ -115,7 +126,7 @@ def _check_targets(
             )
         elif answerer is not None:
             uses.append(answerer)
-    graders = _graders(loaded, cases)
+    graders = survey.graders
     if any(needs_judge(g) for _, g in graders):
         if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
             uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
@@ -174,9 +185,9 @@ def _target_problem(
     return missing_extra(config)
 
 
-def _check_graders(loaded: LoadedEval, cases: list[TestCase], env: Mapping[str, str]) -> list[str]:
+def _check_graders(loaded: LoadedEval, survey: CaseSurvey, env: Mapping[str, str]) -> list[str]:
     problems = []
-    for loc, grader in _graders(loaded, cases):
+    for loc, grader in survey.graders:
         if grader.type != "script":
             continue  # deterministic checks run in-process; built-ins as `python -m graders.X`
         folder = loaded.folder / grader.cwd if grader.cwd else loaded.folder

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import sys
 import time
 from typing import TextIO
@@ -92,6 +93,48 @@ class Progress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+#: What the terminal table shows first when it cannot show every result.
+_PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
+
+
+class _Row:
+    """A table row in a heap whose top is the row that matters least."""
+
+    __slots__ = ("case", "key")
+
+    def __init__(self, case: CaseResult) -> None:
+        self.case = case
+        self.key = (_PROBLEMS_FIRST.get(case.status, 0), case.id, case.repeat)
+
+    def __lt__(self, other: _Row) -> bool:
+        return self.key > other.key
+
+
+class TableRows:
+    """The results for the terminal table, held as they finish: all of them while there are at
+    most ``limit``, else the ``limit`` that matter most (problems first, then by id), so a run
+    of any size holds at most ``limit`` results for the table."""
+
+    def __init__(self, limit: int = 40) -> None:
+        self.limit = limit
+        self.total = 0
+        self._heap: list[_Row] = []
+
+    def add(self, case: CaseResult) -> None:
+        self.total += 1
+        row = _Row(case)
+        if len(self._heap) < self.limit:
+            heapq.heappush(self._heap, row)
+        elif row.key < self._heap[0].key:
+            heapq.heapreplace(self._heap, row)
+
+    def rows(self) -> list[CaseResult]:
+        """By id when all fit; else problems first (by id within a status)."""
+        if self.total <= self.limit:
+            return sorted((r.case for r in self._heap), key=lambda c: (c.id, c.repeat))
+        return [r.case for r in sorted(self._heap, key=lambda r: r.key)]
 
 
 def _why(case: CaseResult) -> str:

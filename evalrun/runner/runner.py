@@ -24,9 +24,10 @@ from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_
 from evalrun.results.bundle import BundleWriter, read_results
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scoring import case_score, case_status
+from evalrun.results.summary import StatsBuilder, summary_dict
 from evalrun.runner.options import ExitCode, RunOptions
-from evalrun.runner.preflight import PreflightError, check_eval
-from evalrun.runner.progress import Progress
+from evalrun.runner.preflight import PreflightError, check_eval, survey_cases
+from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys, select_cases
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase, as_messages
@@ -67,7 +68,10 @@ class _LocalExecutor:
 class RunOutcome:
     exit_code: int
     summary: dict[str, Any]
+    #: The results the terminal table shows (see :class:`TableRows`), slim.
     cases: list[CaseResult]
+    #: How many results the run has in all.
+    total: int = 0
 
 
 class EvalRun:
@@ -84,6 +88,7 @@ class EvalRun:
         self.pool = TargetPool(load_targets(lookup.path), options.stores)
         judge = options.judge or spec.judge or self.target_name
         self.judge_name = self.pool.file.add_panel(judge) if isinstance(judge, list) else judge
+        survey = survey_cases(loaded, self.cases)  # one pass: the cases may stream
         problems = check_eval(
             loaded,
             cases=self.cases,
@@ -92,10 +97,12 @@ class EvalRun:
             target=options.target,
             judge=options.judge,
             replay=options.stores.replay is not None,
+            survey=survey,
         )
         if problems:
             raise PreflightError(problems)
-        self.sandbox = self._sandbox_policy(lookup.path)
+        levels = {g.sandbox for _, g in survey.graders if g.type not in DETERMINISTIC_TYPES}
+        self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise ConfigError("--executor ray needs Ray: pip install 'evalrun[ray]'")
         self._proxy: Any = None
@@ -119,12 +126,10 @@ class EvalRun:
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]
         return list(dict.fromkeys(names))
 
-    def _sandbox_policy(self, targets_path: Path | None) -> SandboxPolicy:
+    def _sandbox_policy(self, targets_path: Path | None, levels: set[Any]) -> SandboxPolicy:
         """Resolved before anything runs, so a level that cannot be had is a config error."""
         stores = self.options.stores
         own_files = [self.options.out, stores.cache_dir, stores.record, stores.replay, targets_path]
-        graders = [g for case in self.cases for g in self.graders_for(case)]
-        levels = {g.sandbox for g in graders if g.type not in DETERMINISTIC_TYPES}
         if not levels:  # nothing runs as a process
             return SandboxPolicy()
         try:
@@ -153,26 +158,43 @@ class EvalRun:
 
     async def run(self) -> RunOutcome:
         options = self.options
-        jobs = [(case, r) for case in self.cases for r in range(options.repeat)]
         kept: list[CaseResult] = []
+        done: set[tuple[str, int]] = set()
         if options.resume:
             done = finished_keys(read_results(options.out))
             kept = [c for c in read_results(options.out) if (c.id, c.repeat) in done]
-            jobs = [(case, r) for case, r in jobs if (case.id, r) not in done]
+        # Jobs are pulled from the cases as workers get to them: the cases may stream from a
+        # file, and nothing per case is held beyond those in flight (docs/performance.md).
+        jobs = (
+            (case, r)
+            for case in self.cases
+            for r in range(options.repeat)
+            if (case.id, r) not in done
+        )
+        job_count = len(self.cases) * options.repeat
+        if done:
+            job_count = sum(
+                (case.id, r) not in done for case in self.cases for r in range(options.repeat)
+            )
         executor = await self._start_executor()  # before the bundle: a failed start writes nothing
         writer = BundleWriter(options.out)
         for case in kept:
             writer.add_case(case)
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
-        progress = Progress(len(jobs), quiet=options.quiet, repeat=options.repeat)
-        results: list[CaseResult] = [case.slim() for case in kept]
+        progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat)
+        results = StatsBuilder(by_case=options.repeat > 1)
+        shown = TableRows()
+        for case in kept:
+            results.add(case)
+            shown.add(case.slim())
 
         def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
             writer.add_case(result)
             writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
             progress.case_done(result)
-            results.append(result.slim())
+            results.add(result)
+            shown.add(result.slim())
 
         async def one(case: TestCase, repeat: int) -> None:
             try:
@@ -196,7 +218,7 @@ class EvalRun:
         loop = asyncio.get_running_loop()
         handled = self._install_signal_handlers(loop)
         try:
-            for _ in range(min(max(1, options.workers), len(jobs))):
+            for _ in range(min(max(1, options.workers), job_count)):
                 self._tasks.add(asyncio.create_task(worker()))
             await asyncio.gather(*self._tasks, return_exceptions=True)
             for case, repeat in pending:  # never started: Ctrl-C came first
@@ -212,7 +234,7 @@ class EvalRun:
         summary["exit_code"] = exit_code
         writer.write_summary(summary)
         writer.close()
-        return RunOutcome(exit_code, summary, results)
+        return RunOutcome(exit_code, summary, shown.rows(), shown.total)
 
     async def _start_executor(self) -> Executor:
         if self.options.executor == "ray":
@@ -258,7 +280,9 @@ class EvalRun:
     ) -> tuple[CaseResult, list[dict[str, Any]]]:
         """Answer one case with the target and run its graders, here in this process."""
         started = time.monotonic()
-        result = CaseResult(id=case.id, status="error", repeat=repeat, target=self.target_name)
+        result = CaseResult(
+            id=case.id, status="error", repeat=repeat, target=self.target_name, line=case.line
+        )
         calls: list[dict[str, Any]] = []
         try:
             output, target_ms, usage = await self._answer(case)
@@ -324,28 +348,27 @@ class EvalRun:
         return response.text, response.latency_ms, usage
 
     def _summary(
-        self, results: list[CaseResult], started_at: datetime, duration_s: float
+        self, results: StatsBuilder, started_at: datetime, duration_s: float
     ) -> dict[str, Any]:
-        from evalrun.results.summary import summarize
-
         expected = len(self.cases) * self.options.repeat
         meta = {
             "eval": self.loaded.name,
             "eval_file": str(self.loaded.path),
+            "tests_file": str((self.loaded.tests_path or self.loaded.path).resolve()),
             "description": self.loaded.spec.description,
             "target": self.target_name,
             "judge": self.judge_name,
             "started_at": started_at.isoformat(timespec="seconds"),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "duration_s": round(duration_s, 3),
-            "complete": not self._interrupted and len(results) == expected,
+            "complete": not self._interrupted and results.total == expected,
             "interrupted": self._interrupted,
             "threshold": self.options.threshold,
             "max_errors": self.options.max_errors,
             "repeat": self.options.repeat,
             "shard": "/".join(map(str, self.options.shard)) if self.options.shard else None,
         }
-        return summarize(results, meta)
+        return summary_dict(results.build(), meta)
 
     def _exit_code(self, summary: dict[str, Any]) -> int:
         if self._interrupted:
@@ -375,7 +398,12 @@ def _secret_of(target: TargetConfig) -> str | None:
 def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> CaseResult:
     """Every case gets exactly one result, also when Ctrl-C stopped it; --resume reruns it."""
     return CaseResult(
-        id=case.id, status="error", repeat=repeat, target=target, error="interrupted (Ctrl-C)"
+        id=case.id,
+        status="error",
+        repeat=repeat,
+        target=target,
+        error="interrupted (Ctrl-C)",
+        line=case.line,
     )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sized
+from dataclasses import dataclass, field
 
 from evalrun.results.models import CaseResult
 from evalrun.spec.models import TestCase
@@ -26,23 +27,52 @@ def shard_of(case_id: str, total: int) -> int:
     return int.from_bytes(digest[:8], "big") % total + 1
 
 
+@dataclass
+class Selection:
+    """Which case ids a run grades: --filter globs, a --shard slice, only some ids."""
+
+    filters: list[str] = field(default_factory=list)
+    shard: tuple[int, int] | None = None
+    only_ids: set[str] | None = None
+
+    def __call__(self, case_id: str) -> bool:
+        if self.filters and not any(fnmatch.fnmatchcase(case_id, f) for f in self.filters):
+            return False
+        if self.shard is not None and shard_of(case_id, self.shard[1]) != self.shard[0]:
+            return False
+        return self.only_ids is None or case_id in self.only_ids
+
+
+class SelectedCases:
+    """The selected cases of a source, iterated afresh each time (a streaming source stays
+    streaming); counted once up front."""
+
+    def __init__(self, source: Iterable[TestCase], selection: Selection) -> None:
+        self.source = source
+        self.selection = selection
+        if selection == Selection() and isinstance(source, Sized):
+            self.count = len(source)
+        else:
+            self.count = sum(1 for _ in self)
+
+    def __iter__(self) -> Iterator[TestCase]:
+        return (case for case in self.source if self.selection(case.id))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
 def select_cases(
     cases: Iterable[TestCase],
     *,
     filters: list[str],
     shard: tuple[int, int] | None,
     only_ids: set[str] | None = None,
-) -> list[TestCase]:
-    out = []
-    for case in cases:
-        if filters and not any(fnmatch.fnmatchcase(case.id, f) for f in filters):
-            continue
-        if shard is not None and shard_of(case.id, shard[1]) != shard[0]:
-            continue
-        if only_ids is not None and case.id not in only_ids:
-            continue
-        out.append(case)
-    return out
+) -> SelectedCases:
+    return SelectedCases(cases, Selection(filters, shard, only_ids))
 
 
 def finished_keys(previous: Iterable[CaseResult]) -> set[tuple[str, int]]:

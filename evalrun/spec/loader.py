@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from pydantic import ValidationError
 
+from evalrun.compact import repeated
 from evalrun.spec.agentv import normalize_case, normalize_eval
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
     LineMap,
     SourceError,
     format_loc,
+    iter_jsonl,
     line_for,
-    load_jsonl_with_lines,
     load_yaml_with_lines,
     validation_error_message,
 )
@@ -29,12 +33,13 @@ class EvalFileError(Exception):
 class LoadedEval:
     path: Path
     spec: EvalFile
-    tests: list[TestCase]
+    #: A list, or for a ``.jsonl`` tests file a :class:`JsonlCases` that streams from it.
+    tests: Sequence[TestCase]
     #: Where each key of the eval file is (docs/eval-files.md: errors name file, line and key).
     lines: LineMap = field(default_factory=dict)
     #: The separate tests file (``tests: cases.jsonl``) and its line map, keyed by test index.
     tests_file: Path | None = None
-    tests_lines: LineMap = field(default_factory=dict)
+    tests_lines: LineMap | JsonlLines = field(default_factory=dict)
 
     def where(self, loc: tuple[Any, ...]) -> str:
         """``file:line: key`` for a key path such as ``("tests", 2, "graders", 0, "command")``."""
@@ -77,16 +82,18 @@ def load_eval(path: Path) -> LoadedEval:
     tests_lines: LineMap = {}
     if isinstance(spec.tests, list):
         tests = spec.tests
+        for i, case in enumerate(tests):
+            case._line, case._index = lines.get(("tests", i)), i
         _check_unique_ids(path, tests, lines, ("tests",))
     else:
         tests_file, tests, tests_lines = _load_tests_file(path, spec.tests)
     if not tests:
         raise EvalFileError(f"{path}: the eval file has no tests")
     if not spec.graders:
-        ungraded = [case.id for case in tests if not case.graders]
+        ungraded = list(islice((case.id for case in tests if not case.graders), 5))
         if ungraded:
             raise EvalFileError(
-                f"{path}: tests without graders: {', '.join(ungraded[:5])} "
+                f"{path}: tests without graders: {', '.join(ungraded)} "
                 "(add suite-level 'graders:' or per-test 'graders:')"
             )
     return LoadedEval(
@@ -119,18 +126,126 @@ def _check_unique_ids(
         raise EvalFileError("\n".join(problems))
 
 
-def _load_tests_file(eval_path: Path, ref: str) -> tuple[Path, list[TestCase], LineMap]:
+class JsonlCases(Sequence[TestCase]):
+    """The tests of a ``.jsonl`` tests file, read from the file again each time they are
+    iterated, so a run holds only the cases in flight however long the file is
+    (docs/performance.md). :func:`load_eval` has checked every line first; a file changed
+    since then is refused rather than half-run."""
+
+    def __init__(self, path: Path, count: int) -> None:
+        self.path = path
+        self.count = count
+        self._stamp = _stamp(path)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __iter__(self) -> Iterator[TestCase]:
+        if _stamp(self.path) != self._stamp:
+            raise EvalFileError(f"{self.path}: the tests file changed after it was checked")
+        for index, (lineno, item) in enumerate(iter_jsonl(self.path)):
+            case, problem = _jsonl_case(self.path, index, lineno, item)
+            if case is None:
+                raise EvalFileError(problem)
+            yield case
+
+    @overload
+    def __getitem__(self, index: int) -> TestCase: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[TestCase]: ...
+    def __getitem__(self, index: int | slice) -> TestCase | list[TestCase]:
+        return list(self)[index]
+
+
+class JsonlLines:
+    """The line map of a JSONL tests file (every key of a test is on the test's line), as one
+    number per test rather than a dict entry."""
+
+    def __init__(self, lines: array[int]) -> None:
+        self._lines = lines
+
+    def get(self, key: tuple[Any, ...], default: int | None = None) -> int | None:
+        if len(key) == 1 and isinstance(key[0], int) and 0 <= key[0] < len(self._lines):
+            return self._lines[key[0]]
+        return default
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_size, info.st_mtime_ns
+
+
+def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCase | None, str]:
+    """One line of a JSONL tests file as a case, or None and what is wrong with it."""
+    lines = {(index,): lineno}
+    item = normalize_case(item, (index,), lines)
+    try:
+        case = TestCase.model_validate(item)
+    except ValidationError as exc:
+        sub = {k[1:]: v for k, v in lines.items() if k[:1] == (index,)}
+        return None, _prefix_index(validation_error_message(path, exc, sub, TestCase), index)
+    case._line, case._index = lineno, index
+    return case, ""
+
+
+def _check_jsonl_tests(path: Path) -> tuple[JsonlCases, JsonlLines]:
+    """Every line checked (all problems reported at once), keeping one hash per id and one
+    line number per test: a shared hash sends its ids through an exact check."""
+    problems: list[str] = []
+    hashes = array("q")
+    numbers = array("I")
+    try:
+        for index, (lineno, item) in enumerate(iter_jsonl(path)):
+            numbers.append(lineno)
+            case, problem = _jsonl_case(path, index, lineno, item)
+            if case is None:
+                problems.append(problem)
+                hashes.append(0)
+                continue
+            hashes.append(hash(case.id))
+    except SourceError as exc:
+        raise EvalFileError(str(exc)) from None
+    if problems:
+        raise EvalFileError("\n".join(problems))
+    shared = repeated(hashes)
+    if shared:
+        _check_unique_jsonl_ids(path, shared)
+    return JsonlCases(path, len(hashes)), JsonlLines(numbers)
+
+
+def _check_unique_jsonl_ids(path: Path, hashes: set[int]) -> None:
+    """The exact check of the tests whose id hash is in ``hashes`` (the same report as
+    :func:`_check_unique_ids`; in JSONL a test's keys are all on its line)."""
+    first: dict[str, int] = {}
+    problems = []
+    for index, (lineno, item) in enumerate(iter_jsonl(path)):
+        case, _ = _jsonl_case(path, index, lineno, item)
+        if case is None or hash(case.id) not in hashes:
+            continue
+        if case.id not in first:
+            first[case.id] = lineno
+            continue
+        problems.append(
+            f"{path}:{lineno}: {format_loc(('tests', index, 'id'))}: duplicate test id "
+            f"'{case.id}' (first used on line {first[case.id]}); ids must be unique"
+        )
+    if problems:
+        raise EvalFileError("\n".join(problems))
+
+
+def _load_tests_file(
+    eval_path: Path, ref: str
+) -> tuple[Path, Sequence[TestCase], LineMap | JsonlLines]:
     path = eval_path.parent / ref
     if not path.is_file():
         raise EvalFileError(f"{eval_path}: tests file not found: {ref}")
+    if path.suffix == ".jsonl":
+        return (path, *_check_jsonl_tests(path))
     try:
-        if path.suffix == ".jsonl":
-            items, lines = load_jsonl_with_lines(path)
-        else:
-            items, lines = load_yaml_with_lines(path)
-            if isinstance(items, dict) and "tests" in items:
-                items = items["tests"]
-                lines = {k[1:]: v for k, v in lines.items() if k[:1] == ("tests",)}
+        items, lines = load_yaml_with_lines(path)
+        if isinstance(items, dict) and "tests" in items:
+            items = items["tests"]
+            lines = {k[1:]: v for k, v in lines.items() if k[:1] == ("tests",)}
     except SourceError as exc:
         raise EvalFileError(str(exc)) from None
     if not isinstance(items, list):
@@ -145,6 +260,7 @@ def _load_tests_file(eval_path: Path, ref: str) -> tuple[Path, list[TestCase], L
             sub = {k[1:]: v for k, v in lines.items() if k[:1] == (i,)}
             problems.append(_prefix_index(validation_error_message(path, exc, sub, TestCase), i))
             continue
+        case._line, case._index = lines.get((i,)), i
         cases.append(case)
     if problems:
         raise EvalFileError("\n".join(problems))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 DETERMINISTIC_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "json-schema")
 BUILTIN_SCRIPT_TYPES = (
@@ -159,11 +159,23 @@ class TestCase(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the verdicts a person gave, for ``evalrun calibrate`` (docs/judges.md)
     labels: dict[str, Any] = Field(default_factory=dict)
+    #: Where the case is in its file: the line it starts on and its index among the tests
+    #: (set by the loader; not keys of the file).
+    _line: int | None = PrivateAttr(default=None)
+    _index: int = PrivateAttr(default=0)
 
     @field_validator("id", mode="before")
     @classmethod
     def _id_text(cls, value: Any) -> Any:
         return str(value) if isinstance(value, int) else value
+
+    @property
+    def line(self) -> int | None:
+        return self._line
+
+    @property
+    def index(self) -> int:
+        return self._index
 
     @property
     def input_messages(self) -> list[Message]:

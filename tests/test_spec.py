@@ -133,7 +133,7 @@ def test_jsonl_tests_stream_from_the_file_and_carry_their_lines(tmp_path):
     assert len(loaded.tests) == 3
     assert [(t.id, t.line) for t in loaded.tests] == [("one", 1), ("2", 3), ("three", 4)]
     assert [t.id for t in loaded.tests] == ["one", "2", "three"]  # a second pass
-    assert loaded.tests_path == cases.resolve()
+    assert loaded.tests_file is not None and loaded.tests_file.resolve() == cases.resolve()
     cases.write_text('{"id": "one", "input": "changed after the check"}\n')
     with pytest.raises(EvalFileError, match="changed after it was checked"):
         list(loaded.tests)
@@ -148,7 +148,10 @@ def test_duplicate_ids_in_jsonl_name_their_line(tmp_path):
     path = write(tmp_path, "f.eval.yaml", "graders: [{type: is-json}]\ntests: cases.jsonl\n")
     with pytest.raises(EvalFileError) as err:
         load_eval(path)
-    assert str(err.value).endswith("cases.jsonl:3: [2].id: duplicate test id 'a'")
+    assert str(err.value).endswith(
+        "cases.jsonl:3: tests[2].id: duplicate test id 'a' (first used on line 1); "
+        "ids must be unique"
+    )
 
 
 def test_tests_from_yaml_file(tmp_path):

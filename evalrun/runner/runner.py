@@ -354,7 +354,7 @@ class EvalRun:
         meta = {
             "eval": self.loaded.name,
             "eval_file": str(self.loaded.path),
-            "tests_file": str((self.loaded.tests_path or self.loaded.path).resolve()),
+            "tests_file": str((self.loaded.tests_file or self.loaded.path).resolve()),
             "description": self.loaded.spec.description,
             "target": self.target_name,
             "judge": self.judge_name,

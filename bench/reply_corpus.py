@@ -279,8 +279,13 @@ async def run_corpus(entries: list[Entry], root: Path, workers: int = 4) -> list
         targets = {}
         for key in keys:
             config = TargetConfig.model_validate(
-                {"name": key, "kind": "openai", "model": "fake-judge", "base_url": url,
-                 "api_key_env": "CORPUS_KEY"}
+                {
+                    "name": key,
+                    "kind": "openai",
+                    "model": "fake-judge",
+                    "base_url": url,
+                    "api_key_env": "CORPUS_KEY",
+                }
             )
             # the key (sent as the bearer) tells the fake which entry's reply to answer with
             targets[key] = build_provider(config, {"CORPUS_KEY": key})
@@ -321,7 +326,10 @@ async def run_corpus(entries: list[Entry], root: Path, workers: int = 4) -> list
 
 
 def table(outcomes: list[Outcome]) -> str:
-    rows = ["| grader | replies | " + " | ".join(OUTCOMES) + " |", "|---" * (len(OUTCOMES) + 2) + "|"]
+    rows = [
+        "| grader | replies | " + " | ".join(OUTCOMES) + " |",
+        "|---" * (len(OUTCOMES) + 2) + "|",
+    ]
     for grader in (*GRADERS, "all"):
         picked = [o for o in outcomes if grader in ("all", o.entry.grader)]
         counts = Counter(o.outcome for o in picked)

@@ -49,8 +49,9 @@ from grader_sdk._judge import (
     extract_statements,
     judge_attribution,
     judge_relevance,
-    parse_json_reply,
+    judge_replies,
 )
+from grader_sdk.replies import Reading, parse_json_reply
 
 __version__ = "0.1.0"
 
@@ -71,6 +72,7 @@ __all__ = [
     "ProxyInfo",
     "ProxyNotConfigured",
     "ProxyUnavailable",
+    "Reading",
     "ShuttingDown",
     "TargetClient",
     "Unauthorized",
@@ -86,6 +88,7 @@ __all__ = [
     "extract_statements",
     "judge_attribution",
     "judge_relevance",
+    "judge_replies",
     "message_text",
     "node_text",
     "parse_json_reply",

@@ -76,12 +76,18 @@ def request_to_wire(item: InvokeRequest | Mapping[str, Any] | str) -> dict[str, 
 
 @dataclass
 class InvokeResult:
+    """One judge reply. ``finish_reason`` is stop, length, tool_calls or content_filter (None
+    from a proxy that does not say); a reply cut off at ``length`` must not be read as whole.
+    ``refusal`` is the provider's refusal message, when it gave one instead of an answer."""
+
     raw_text: str
     output: list[dict[str, Any]] = field(default_factory=list)
     token_usage: dict[str, int] = field(default_factory=dict)
     target: str = ""
     cached: bool = False
     latency_ms: float = 0.0
+    finish_reason: str | None = None
+    refusal: str | None = None
 
     @property
     def text(self) -> str:
@@ -98,6 +104,8 @@ class InvokeResult:
             if raw is None:
                 raise ProtocolError("invoke response has neither rawText nor output text")
         usage = _pick(data, "tokenUsage", "token_usage")
+        finish = _pick(data, "finishReason", "finish_reason")
+        refusal = data.get("refusal")
         return cls(
             raw_text=raw,
             output=output if isinstance(output, list) else [{"role": "assistant", "content": raw}],
@@ -105,6 +113,8 @@ class InvokeResult:
             target=str(data.get("target") or ""),
             cached=bool(data.get("cached", False)),
             latency_ms=float(_pick(data, "latencyMs", "latency_ms") or 0.0),
+            finish_reason=str(finish) if finish else None,
+            refusal=str(refusal) if refusal else None,
         )
 
 

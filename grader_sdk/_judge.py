@@ -1,8 +1,10 @@
 """Judge helpers: one prompt for LLM judges plus the typed task for non-LLM judges, per item.
 
-Each helper sends its whole list as one ``invokeBatch``, reads every reply leniently, and asks
-again once (in one more batch, budget permitting) for the replies it could not read. The retry
-prompt carries a reminder, so a response cache cannot hand back the same unreadable reply.
+Each helper sends its whole list as one ``invokeBatch`` with a JSON Schema response format,
+reads every reply by the rules of ``grader_sdk.replies``, and asks again once (in one more
+batch, budget permitting): with more room (``max_tokens``) for a reply cut off at the token
+limit, which is never read, and with a reminder for a reply it could not read (so a response
+cache cannot hand back the same unreadable reply). Refused or filtered replies are not re-asked.
 
 The logic is written once as a generator that yields the proxy calls it needs; a blocking and an
 asyncio driver run it.
@@ -11,14 +13,12 @@ asyncio driver run it.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from grader_sdk._errors import BudgetExceeded, JudgeReplyError, ProtocolError, ProxyError
-
-T = TypeVar("T")
+from grader_sdk.replies import Reading, read_statements, read_verdict, reply_problem, scaled_number
 
 RELEVANCE_SYSTEM = (
     "You judge search results for a question-answering system. Decide whether ONE retrieved "
@@ -52,39 +52,59 @@ RETRY_REMINDER = (
     "the JSON object described, with no other text."
 )
 
-_TRUE = ("yes", "true", "relevant", "attributable", "supported", "correct", "1", "y", "pass")
-_FALSE = (
-    "no",
-    "false",
-    "irrelevant",
-    "not relevant",
-    "not attributable",
-    "unattributable",
-    "unsupported",
-    "not supported",
-    "incorrect",
-    "0",
-    "n",
-    "fail",
-)
 _REASON_KEYS = ("reason", "reasoning", "explanation", "rationale", "justification")
-_RELEVANCE_KEYS = ("relevant", "is_relevant", "isRelevant", "relevance", "verdict", "answer")
-_ATTRIBUTION_KEYS = (
-    "attributable",
-    "is_attributable",
-    "isAttributable",
-    "attributed",
-    "supported",
-    "verdict",
-    "answer",
+_RELEVANCE_KEYS = ("relevant", "is_relevant", "relevance")
+_ATTRIBUTION_KEYS = ("attributable", "is_attributable", "attributed", "supported")
+_NODE_KEYS = ("node", "node_index", "passage", "supporting_node", "source", "index")
+
+#: max_tokens of a first judge call, and the most a retry after a cut-off reply asks for.
+FIRST_MAX_TOKENS = 2048
+RETRY_MAX_TOKENS = 16_384
+
+
+def _schema(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict JSON Schema response format (docs/judge-graders.md, "Asking for structure")."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": name,
+            "strict": True,
+            "schema": {
+                "type": "object",
+                "properties": properties,
+                "required": list(properties),
+                "additionalProperties": False,
+            },
+        },
+    }
+
+
+RELEVANCE_FORMAT = _schema(
+    "relevance_verdict",
+    {
+        "relevant": {"type": "boolean"},
+        "reason": {"type": "string"},
+        "confidence": {"type": "number"},
+    },
 )
-_NODE_KEYS = ("node", "node_index", "nodeIndex", "passage", "supporting_node", "source", "index")
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
+ATTRIBUTION_FORMAT = _schema(
+    "attribution_verdict",
+    {
+        "attributable": {"type": "boolean"},
+        "node": {"type": ["integer", "null"]},
+        "reason": {"type": "string"},
+        "confidence": {"type": "number"},
+    },
+)
+STATEMENTS_FORMAT = _schema(
+    "statements", {"statements": {"type": "array", "items": {"type": "string"}}}
+)
 
 
 @dataclass
 class Verdict:
-    """One judged item. ``ok`` is None when the judge's reply could not be read."""
+    """One judged item. ``ok`` is None when the judge's reply could not be read (``reason``
+    then says why)."""
 
     ok: bool | None
     reason: str = ""
@@ -93,147 +113,41 @@ class Verdict:
     raw: str = ""
 
 
-# --- lenient parsing -------------------------------------------------------------------------
+# --- reading (the rules are grader_sdk.replies) ----------------------------------------------
 
 
-def parse_json_reply(text: str | None) -> dict[str, Any] | list[Any] | None:
-    """The JSON object (or list) in a judge's reply: bare, fenced, or wrapped in prose."""
-    if not text:
+def _field(obj: Any, keys: Sequence[str]) -> Any:
+    if not isinstance(obj, dict):
         return None
-    stripped = text.strip().lstrip("\ufeff")
-    for candidate in (stripped, *(m.group(1).strip() for m in _FENCE.finditer(stripped))):
-        value = _loads(candidate)
-        if isinstance(value, (dict, list)):
-            return value
-    found = _scan(stripped, "{") or _scan(stripped, "[")
-    if found is not None:
-        return found
-    return _scan(_repair(stripped), "{")
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _scan(text: str, opener: str) -> dict[str, Any] | list[Any] | None:
-    """First position where a JSON value of the opener's type decodes (trailing text ignored)."""
-    decoder = json.JSONDecoder()
-    start = text.find(opener)
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except ValueError:
-            value = None
-        if isinstance(value, (dict, list)) and value:
-            return value
-        start = text.find(opener, start + 1)
-    return None
-
-
-def _repair(text: str) -> str:
-    """Fix the usual near-JSON: smart quotes, trailing commas, Python literals, single quotes."""
-    text = text.replace("\u201c", '"').replace("\u201d", '"').replace("\u2019", "'")
-    text = re.sub(r",\s*([}\]])", r"\1", text)
-    text = re.sub(r"\bTrue\b", "true", re.sub(r"\bFalse\b", "false", text))
-    text = re.sub(r"\bNone\b", "null", text)
-    if '"' not in text:
-        text = text.replace("'", '"')
-    return text
-
-
-def as_bool(value: Any) -> bool | None:
-    """Read yes/no-style values: booleans, 0/1, and strings like "yes", "Not relevant"."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)):
-        return bool(value) if value in (0, 1) else None
-    if isinstance(value, str):
-        word = re.sub(r"[^a-z0-9 ]", "", value.strip().lower()).strip()
-        if word in _FALSE:
-            return False
-        if word in _TRUE:
-            return True
-        head = word.split(" ", 1)[0] if word else ""
-        if word.startswith(("not ", "no ")) or head in ("no", "false", "irrelevant"):
-            return False
-        if head in ("yes", "true", "relevant", "attributable", "supported"):
-            return True
-    return None
-
-
-def _first_object(parsed: Any) -> dict[str, Any] | None:
-    if isinstance(parsed, dict):
-        return parsed
-    if isinstance(parsed, list) and len(parsed) == 1 and isinstance(parsed[0], dict):
-        return parsed[0]
-    return None
-
-
-def _field(obj: dict[str, Any], keys: Sequence[str]) -> Any:
     lowered = {str(k).lower(): v for k, v in obj.items()}
-    for key in keys:
-        if key in obj:
-            return obj[key]
-        if key.lower() in lowered:
-            return lowered[key.lower()]
-    return None
+    return next((lowered[k.lower()] for k in keys if k.lower() in lowered), None)
 
 
-def _reason(obj: dict[str, Any]) -> str:
-    value = _field(obj, _REASON_KEYS)
-    return value.strip() if isinstance(value, str) else ""
+def _confidence(obj: Any) -> float | None:
+    number, _ = scaled_number(_field(obj, ("confidence", "certainty")), 0.0, 1.0)
+    return number
 
 
-def _confidence(obj: dict[str, Any]) -> float | None:
-    value = _field(obj, ("confidence", "certainty"))
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    if number > 1.0 and number <= 100.0:
-        number /= 100.0
-    return min(1.0, max(0.0, number))
+def _verdict(reading: Reading, node_of: Callable[[Any], int | None] | None = None) -> Verdict:
+    if not reading.ok:
+        return Verdict(None, reading.explain(), None, None, reading.raw)
+    data = reading.data if isinstance(reading.data, dict) else {}
+    reason = _field(data, _REASON_KEYS)
+    if not isinstance(reason, str):
+        reason = "" if reading.source == "json" else reading.raw.strip()[:500]
+    node = node_of(data) if reading.value and node_of is not None else None
+    return Verdict(reading.value, reason.strip(), node, _confidence(data), reading.raw)
 
 
-def _plain_text_verdict(text: str) -> bool | None:
-    """A reply with no JSON at all that starts with a clear yes/no."""
-    first = re.split(r"[.\n:,;!]", text.strip(), maxsplit=1)[0]
-    word = re.sub(r"[^a-z0-9 ]", "", first.lower()).strip()
-    if word in _FALSE:
-        return False
-    return True if word in _TRUE else None
+def read_relevance(reply: str) -> Verdict:
+    return _verdict(read_verdict(reply, _RELEVANCE_KEYS))
 
 
-def read_relevance(reply: str) -> Verdict | None:
-    return _read_verdict(reply, _RELEVANCE_KEYS)
-
-
-def read_attribution(reply: str, context_size: int) -> Verdict | None:
-    return _read_verdict(
-        reply, _ATTRIBUTION_KEYS, lambda obj: _node_number(_field(obj, _NODE_KEYS), context_size)
+def read_attribution(reply: str, context_size: int) -> Verdict:
+    return _verdict(
+        read_verdict(reply, _ATTRIBUTION_KEYS),
+        lambda obj: _node_number(_field(obj, _NODE_KEYS), context_size),
     )
-
-
-def _read_verdict(
-    reply: str,
-    keys: Sequence[str],
-    node_of: Callable[[dict[str, Any]], int | None] | None = None,
-) -> Verdict | None:
-    """A yes/no verdict (``node_of`` names the supporting node of a yes); None if unreadable."""
-    obj = _first_object(parse_json_reply(reply))
-    if obj is None:
-        ok = _plain_text_verdict(reply)
-        return None if ok is None else Verdict(ok, reply.strip()[:500], None, None, reply)
-    ok = as_bool(_field(obj, keys))
-    if ok is None:
-        return None
-    node = node_of(obj) if ok and node_of is not None else None
-    return Verdict(ok, _reason(obj), node, _confidence(obj), reply)
 
 
 def _node_number(value: Any, size: int) -> int | None:
@@ -242,53 +156,18 @@ def _node_number(value: Any, size: int) -> int | None:
     if isinstance(value, list) and value:
         value = value[0]
     if isinstance(value, str):
-        match = re.search(r"\d+", value)
-        value = int(match.group()) if match else None
+        digits = "".join(ch if ch.isdigit() else " " for ch in value).split()
+        value = int(digits[0]) if digits else None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if isinstance(value, int) and 1 <= value <= size else None
-
-
-def read_statements(reply: str) -> list[str] | None:
-    parsed = parse_json_reply(reply)
-    items: Any = None
-    if isinstance(parsed, list):
-        items = parsed
-    elif isinstance(parsed, dict):
-        items = _field(parsed, ("statements", "claims", "facts"))
-    if items is None and parsed is None:
-        items = _bulleted_lines(reply)
-    if not isinstance(items, list):
-        return None
-    texts = [_statement_text(item) for item in items]
-    if any(t is None for t in texts):
-        return None
-    return dedupe_statements([t for t in texts if t])
-
-
-def _statement_text(item: Any) -> str | None:
-    if isinstance(item, str):
-        return item.strip()
-    if isinstance(item, dict):
-        value = _field(item, ("statement", "text", "claim", "fact"))
-        return value.strip() if isinstance(value, str) else None
-    return None
-
-
-def _bulleted_lines(reply: str) -> list[str] | None:
-    lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
-    bullet = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+(.*)$")
-    matches = [bullet.match(line) for line in lines]
-    if not lines or not all(matches):
-        return None
-    return [m.group(1) for m in matches if m]
 
 
 def dedupe_statements(statements: Sequence[str]) -> list[str]:
     seen: set[str] = set()
     out: list[str] = []
     for statement in statements:
-        key = re.sub(r"\s+", " ", statement.lower()).strip(" .")
+        key = " ".join(statement.lower().split()).strip(" .")
         if key and key not in seen:
             seen.add(key)
             out.append(statement)
@@ -334,6 +213,7 @@ def relevance_requests(
             relevance_prompt(query, passage, expected),
             RELEVANCE_SYSTEM,
             {"kind": "relevance", "query": query, "passage": passage, "siblings": siblings},
+            RELEVANCE_FORMAT,
             options,
         )
         for passage in passages
@@ -349,6 +229,7 @@ def attribution_requests(
             attribution_prompt(statement, ctx),
             ATTRIBUTION_SYSTEM,
             {"kind": "attribution", "statement": statement, "context": ctx},
+            ATTRIBUTION_FORMAT,
             options,
         )
         for statement in statements
@@ -357,24 +238,32 @@ def attribution_requests(
 
 def statements_request(text: str, **options: Any) -> dict[str, Any]:
     return _request(
-        statements_prompt(text), STATEMENTS_SYSTEM, {"kind": "statements", "text": text}, options
+        statements_prompt(text),
+        STATEMENTS_SYSTEM,
+        {"kind": "statements", "text": text},
+        STATEMENTS_FORMAT,
+        options,
     )
 
 
 def _request(
-    question: str, system: str, task: dict[str, Any], options: dict[str, Any]
+    question: str,
+    system: str,
+    task: dict[str, Any],
+    response_format: dict[str, Any],
+    options: dict[str, Any],
 ) -> dict[str, Any]:
+    """One wire request; ``options`` may override (or, given None, drop) the defaults."""
     request: dict[str, Any] = {"question": question, "systemPrompt": system, "task": task}
-    temperature = options.get("temperature", 0.0)
-    if temperature is not None:
-        request["temperature"] = temperature
-    for key, wire in (
-        ("target", "target"),
-        ("max_tokens", "maxTokens"),
-        ("response_format", "responseFormat"),
+    for key, wire, default in (
+        ("temperature", "temperature", 0.0),
+        ("target", "target", None),
+        ("max_tokens", "maxTokens", FIRST_MAX_TOKENS),
+        ("response_format", "responseFormat", response_format),
     ):
-        if options.get(key) is not None:
-            request[wire] = options[key]
+        value = options.get(key, default)
+        if value is not None:
+            request[wire] = value
     return request
 
 
@@ -383,46 +272,91 @@ def _request(
 #: What a plan asks its driver for: ("batch", requests), ("retry", requests) or ("info", None).
 #: A driver sends back the answer, or throws the ProxyError the call raised into the plan.
 Step = tuple[str, Any]
-Plan = Generator[Step, Any, T]
+Plan = Generator[Step, Any, Any]
 
 
-def _plan(
+def read_result(result: Any, read: Callable[[str], Reading]) -> Reading:
+    """Read one invoke result, unless it must not be read (cut off, filtered, refused, empty)."""
+    text = getattr(result, "raw_text", "") or ""
+    problem = reply_problem(
+        text, getattr(result, "finish_reason", None), getattr(result, "refusal", None)
+    )
+    return Reading(problem=problem, raw=text) if problem else read(text)
+
+
+def _cut_off(result: Any) -> bool:
+    return getattr(result, "finish_reason", None) == "length"
+
+
+def _second_try(request: dict[str, Any], result: Any) -> dict[str, Any] | None:
+    """The request to send again for an unusable reply, or None when asking again is futile."""
+    if _cut_off(result):
+        room = request.get("maxTokens") or request.get("max_tokens") or FIRST_MAX_TOKENS
+        if room >= RETRY_MAX_TOKENS:
+            return None
+        retry = {k: v for k, v in request.items() if k != "max_tokens"}
+        return {**retry, "maxTokens": min(RETRY_MAX_TOKENS, room * 4)}
+    if getattr(result, "refusal", None) or getattr(result, "finish_reason", None) == (
+        "content_filter"
+    ):
+        return None
+    question = request.get("question", "")
+    return {**request, "question": question + RETRY_REMINDER}
+
+
+Reader = Callable[[str], Reading]
+
+
+def reply_plan(
     requests: list[dict[str, Any]],
-    read: Callable[[str], T | None],
-    retry: bool,
+    read: Reader | Sequence[Reader],
+    retry: bool = True,
     reserve: int = 0,
-) -> Plan[list[tuple[T | None, str]]]:
-    """Ask once, re-ask the unreadable replies once if the budget allows; (parsed, raw) each.
+) -> Plan:
+    """Ask once; ask again once, budget permitting, for each reply that was cut off (always,
+    with more room) or could not be read (when ``retry``). One Reading per request, in order;
+    ``read`` is one reader for all, or one per request.
 
-    A failed budget lookup or a budget refusal of the retry keeps the first replies as they are.
+    A failed budget lookup or a budget refusal of the retry keeps the first readings.
     """
+    readers = [read] * len(requests) if callable(read) else list(read)
+    if len(readers) != len(requests):
+        raise ValueError(f"{len(readers)} readers for {len(requests)} requests")
     results = yield ("batch", requests)
     if len(results) != len(requests):
         raise ProtocolError(f"judge answered {len(results)} of {len(requests)} requests")
-    out: list[tuple[T | None, str]] = [(read(r.raw_text), r.raw_text) for r in results]
-    bad = [i for i, (value, _) in enumerate(out) if value is None]
-    if not bad or not retry:
+    out = [read_result(r, f) for r, f in zip(results, readers, strict=True)]
+    again: list[tuple[int, dict[str, Any]]] = []
+    for i, (reading, result) in enumerate(zip(out, results, strict=True)):
+        if reading.ok or not (retry or _cut_off(result)):
+            continue
+        request = _second_try(requests[i], result)
+        if request is not None:
+            again.append((i, request))
+    if not again:
         return out
     try:
         info = yield ("info", None)
     except ProxyError:
         return out
-    bad = bad[: max(0, info.remaining - reserve)]
-    if not bad:
+    again = again[: max(0, info.remaining - reserve)]
+    if not again:
         return out
-    again = [{**requests[i], "question": requests[i]["question"] + RETRY_REMINDER} for i in bad]
     try:
-        retried = yield ("retry", again)
+        retried = yield ("retry", [request for _, request in again])
     except BudgetExceeded:
         return out
     if len(retried) != len(again):
         raise ProtocolError(f"judge answered {len(retried)} of {len(again)} retried requests")
-    for i, result in zip(bad, retried, strict=True):
-        value = read(result.raw_text)
-        if value is not None:
-            out[i] = (value, result.raw_text)
-        else:
-            out[i] = (None, out[i][1] + "\n--- retry ---\n" + result.raw_text)
+    for (i, _), result in zip(again, retried, strict=True):
+        reading = read_result(result, readers[i])
+        if not reading.ok:
+            first = out[i]
+            reading = Reading(
+                problem=f"{first.problem}; asked again: {reading.problem}",
+                raw=f"{first.raw}\n--- asked again ---\n{reading.raw}",
+            )
+        out[i] = reading
     return out
 
 
@@ -454,7 +388,8 @@ async def _abatch(client: Any, requests: list[dict[str, Any]]) -> list[Any]:
     return [r for chunk in chunk_requests(requests) for r in await client.invoke_batch(chunk)]
 
 
-def _drive(client: Any, plan: Plan[T]) -> T:
+def drive(client: Any, plan: Plan) -> Any:
+    """Run a plan with a blocking client."""
     feed, answer = plan.send, None
     try:
         while True:
@@ -468,7 +403,8 @@ def _drive(client: Any, plan: Plan[T]) -> T:
         return stop.value
 
 
-async def _adrive(client: Any, plan: Plan[T]) -> T:
+async def adrive(client: Any, plan: Plan) -> Any:
+    """Run a plan with an asyncio client."""
     feed, answer = plan.send, None
     try:
         while True:
@@ -482,43 +418,55 @@ async def _adrive(client: Any, plan: Plan[T]) -> T:
         return stop.value
 
 
-def _verdicts(pairs: list[tuple[Verdict | None, str]]) -> list[Verdict]:
-    return [
-        v
-        if v is not None
-        else Verdict(None, "the judge's reply could not be read", None, None, raw)
-        for v, raw in pairs
-    ]
+def judge_replies(
+    client: Any,
+    requests: list[dict[str, Any]],
+    read: Reader | Sequence[Reader],
+    *,
+    retry: bool = True,
+    reserve: int = 0,
+) -> list[Reading]:
+    """Send ``requests`` as one batch and read each reply with ``read`` (a grader_sdk.replies
+    reader), asking again as ``reply_plan`` describes. For custom graders too."""
+    return drive(client, reply_plan(requests, read, retry, reserve))
 
 
 def _relevance_plan(
     query: str, passages: Sequence[str], expected: str | None, retry: bool, options: dict[str, Any]
-) -> Plan[list[Verdict]]:
+) -> Plan:
     if not passages:
         return []
     requests = relevance_requests(query, passages, expected, **options)
-    return _verdicts((yield from _plan(requests, read_relevance, retry)))
+    readings = yield from reply_plan(
+        requests, lambda raw: read_verdict(raw, _RELEVANCE_KEYS), retry
+    )
+    return [_verdict(r) for r in readings]
 
 
 def _attribution_plan(
     statements: Sequence[str], context: Sequence[str], retry: bool, options: dict[str, Any]
-) -> Plan[list[Verdict]]:
+) -> Plan:
     if not statements:
         return []
     requests = attribution_requests(statements, context, **options)
     size = len(context)
-    pairs = yield from _plan(requests, lambda raw: read_attribution(raw, size), retry)
-    return _verdicts(pairs)
+    readings = yield from reply_plan(
+        requests, lambda raw: read_verdict(raw, _ATTRIBUTION_KEYS), retry
+    )
+    return [_verdict(r, lambda obj: _node_number(_field(obj, _NODE_KEYS), size)) for r in readings]
 
 
-def _statements_plan(
-    text: str, retry: bool, reserve: int, options: dict[str, Any]
-) -> Plan[list[str]]:
-    pairs = yield from _plan([statements_request(text, **options)], read_statements, retry, reserve)
-    statements, raw = pairs[0]
-    if statements is None:
-        raise JudgeReplyError("the judge's list of statements could not be read", raw=raw)
-    return statements
+def _statements_plan(text: str, retry: bool, reserve: int, options: dict[str, Any]) -> Plan:
+    readings = yield from reply_plan(
+        [statements_request(text, **options)], read_statements, retry, reserve
+    )
+    reading = readings[0]
+    if not reading.ok:
+        raise JudgeReplyError(
+            f"the judge's list of statements could not be read ({reading.explain()})",
+            raw=reading.raw,
+        )
+    return dedupe_statements(reading.value)
 
 
 def judge_relevance(
@@ -530,8 +478,9 @@ def judge_relevance(
     retry: bool = True,
     **options: Any,
 ) -> list[Verdict]:
-    """One relevance verdict per passage, in order (options: target, temperature, max_tokens)."""
-    return _drive(client, _relevance_plan(query, passages, expected, retry, options))
+    """One relevance verdict per passage, in order (options: target, temperature, max_tokens,
+    response_format; None drops the default)."""
+    return drive(client, _relevance_plan(query, passages, expected, retry, options))
 
 
 def judge_attribution(
@@ -543,7 +492,7 @@ def judge_attribution(
     **options: Any,
 ) -> list[Verdict]:
     """One verdict per statement: is it supported by ``context``, and by which passage (1-based)."""
-    return _drive(client, _attribution_plan(statements, context, retry, options))
+    return drive(client, _attribution_plan(statements, context, retry, options))
 
 
 def extract_statements(
@@ -553,7 +502,7 @@ def extract_statements(
 
     ``reserve`` keeps that many calls of the budget back when deciding whether to retry.
     """
-    return _drive(client, _statements_plan(text, retry, reserve, options))
+    return drive(client, _statements_plan(text, retry, reserve, options))
 
 
 async def ajudge_relevance(
@@ -565,7 +514,7 @@ async def ajudge_relevance(
     retry: bool = True,
     **options: Any,
 ) -> list[Verdict]:
-    return await _adrive(client, _relevance_plan(query, passages, expected, retry, options))
+    return await adrive(client, _relevance_plan(query, passages, expected, retry, options))
 
 
 async def ajudge_attribution(
@@ -576,10 +525,10 @@ async def ajudge_attribution(
     retry: bool = True,
     **options: Any,
 ) -> list[Verdict]:
-    return await _adrive(client, _attribution_plan(statements, context, retry, options))
+    return await adrive(client, _attribution_plan(statements, context, retry, options))
 
 
 async def aextract_statements(
     client: Any, text: str, *, retry: bool = True, reserve: int = 0, **options: Any
 ) -> list[str]:
-    return await _adrive(client, _statements_plan(text, retry, reserve, options))
+    return await adrive(client, _statements_plan(text, retry, reserve, options))

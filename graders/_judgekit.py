@@ -1,8 +1,9 @@
 """Pieces shared by the judge graders (quality, pattern, prompt quality).
 
-Mostly pure functions (bundled YAML definitions, prompt templates, medians, lenient number
-and reply reading, de-duplication, truncation), testable without a judge; every judge call goes
-through ``send_batch``, so the budget message is the same for every grader.
+Mostly pure functions (bundled YAML definitions, prompt templates, medians, de-duplication,
+truncation), testable without a judge. Replies are read by ``grader_sdk.replies`` only; every
+judge call goes through ``send_batch``, so the budget message and the handling of cut-off
+replies are the same for every grader.
 """
 
 from __future__ import annotations
@@ -12,18 +13,17 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from grader_sdk import (
     Abstain,
     BudgetExceeded,
     ProxyNotConfigured,
+    Reading,
     TargetClient,
+    judge_replies,
     message_text,
-    parse_json_reply,
 )
-
-R = TypeVar("R")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -54,38 +54,36 @@ def median(values: Sequence[float]) -> float:
     return float(statistics.median(values))
 
 
-def as_number(value: Any) -> float | None:
-    """A finite number from a judge's JSON value: 4, 4.0, "4", "4/5", "8 out of 10"."""
+def config_number(value: Any) -> float | None:
+    """A finite number from an eval file's config (not a judge reply): 4, 4.0, "4"."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int | float):
+    try:
         number = float(value)
-    elif isinstance(value, str):
-        match = re.fullmatch(
-            r"\s*(-?\d+(?:\.\d+)?)\s*(?:(?:/|out\s+of)\s*\d+(?:\.\d+)?)?\s*", value
-        )
-        if not match:
-            return None
-        number = float(match.group(1))
-    elif isinstance(value, Mapping):
-        for key in ("score", "value", "rating"):
-            if key in value:
-                return as_number(value[key])
-        return None
-    else:
+    except (TypeError, ValueError):
         return None
     return number if math.isfinite(number) else None
 
 
-def clamp(value: float, low: float, high: float) -> float:
-    return min(max(value, low), high)
+def json_schema_format(name: str, properties: Mapping[str, Any]) -> dict[str, Any]:
+    """A strict JSON Schema response format for one judge task (docs/judge-graders.md)."""
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": name,
+            "strict": True,
+            "schema": strict_object(properties),
+        },
+    }
 
 
-def fraction(value: float) -> float:
-    """A 0..1 share; percentages (1 < x <= 100) are read as percent."""
-    if 1.0 < value <= 100.0:
-        value /= 100.0
-    return clamp(value, 0.0, 1.0)
+def strict_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(properties),
+        "additionalProperties": False,
+    }
 
 
 def lookup(mapping: Mapping[Any, Any], key: str) -> Any:
@@ -96,14 +94,6 @@ def lookup(mapping: Mapping[Any, Any], key: str) -> Any:
     return next(
         (v for k, v in mapping.items() if isinstance(k, str) and k.casefold() == folded), None
     )
-
-
-def reply_object(text: str) -> Mapping[str, Any] | None:
-    """The JSON object in a judge reply (a one-item list counts), or None."""
-    data = parse_json_reply(text)
-    if isinstance(data, list) and len(data) == 1:
-        data = data[0]
-    return data if isinstance(data, Mapping) else None
 
 
 def dedupe(items: Iterable[Any], limit: int | None = None) -> list[str]:
@@ -159,7 +149,7 @@ def temperature_setting(config: Mapping[str, Any], runs: int) -> float:
     value = config.get("temperature")
     if value is None:
         return 0.0 if runs == 1 else 0.7
-    number = as_number(value)
+    number = config_number(value)
     if number is None or number < 0:
         raise ValueError(f"config.temperature must be a number >= 0, got {value!r}")
     return number
@@ -182,11 +172,22 @@ def check_budget(needed: int, max_calls: int | None) -> None:
         )
 
 
-def send_batch(client: Any, requests: list[dict[str, Any]], max_calls: int | None) -> list[Any]:
-    """All judge calls in one batch, after checking they fit the budget (so none are wasted)."""
+#: max_tokens of a judge call; a reply cut off there is asked again with more room.
+MAX_TOKENS = 4096
+
+
+def send_batch(
+    client: Any,
+    requests: list[dict[str, Any]],
+    max_calls: int | None,
+    read: Callable[[str], Reading] | Sequence[Callable[[str], Reading]],
+) -> list[Reading]:
+    """All judge calls in one batch, after checking they fit the budget (so none are wasted),
+    each reply read with ``read``. Cut-off replies are asked again with more room while the
+    budget lasts; they are never read."""
     check_budget(len(requests), max_calls)
     try:
-        return list(client.invoke_batch(requests))
+        return judge_replies(client, requests, read, retry=False)
     except BudgetExceeded as exc:
         raise BudgetTooSmall(
             f"the judge budget is used up ({exc}); {_hint(len(requests))}"
@@ -195,30 +196,19 @@ def send_batch(client: Any, requests: list[dict[str, Any]], max_calls: int | Non
 
 def judge_runs(
     client: Any,
-    question: str,
-    system_prompt: str,
+    request: dict[str, Any],
     *,
     runs: int,
-    temperature: float,
     max_calls: int | None,
-    parse: Callable[[str], R | str],
-) -> tuple[list[R], list[str]]:
-    """The same prompt ``runs`` times in one batch: (parsed runs, why each other run is unusable).
-
-    ``parse`` returns a run or a short explanation; when no run parses, the grader abstains.
-    """
-    request = {"question": question, "system_prompt": system_prompt, "temperature": temperature}
-    replies = send_batch(client, [dict(request) for _ in range(runs)], max_calls)
-    parsed: list[R] = []
-    unparsed: list[str] = []
-    for index, reply in enumerate(replies, start=1):
-        run = parse(reply.raw_text)
-        if isinstance(run, str):
-            unparsed.append(f"run {index}: {run}: {shorten(reply.raw_text, 160)!r}")
-        else:
-            parsed.append(run)
+    read: Callable[[str], Reading],
+) -> tuple[list[Reading], list[str]]:
+    """The same request ``runs`` times in one batch: (readings that worked, why each other run
+    is unusable). When no run can be read, the grader abstains with the reasons."""
+    readings = send_batch(client, [dict(request) for _ in range(runs)], max_calls, read)
+    parsed = [r for r in readings if r.ok]
+    unparsed = [f"run {i}: {r.explain()}" for i, r in enumerate(readings, 1) if not r.ok]
     if not parsed:
-        raise Abstain(f"no judge reply could be parsed ({runs} runs): " + "; ".join(unparsed))
+        raise Abstain(f"no judge reply could be read ({runs} runs): " + "; ".join(unparsed))
     return parsed, unparsed
 
 

@@ -104,12 +104,14 @@ def format_score(value: float) -> str:
 
 
 def check_budget(remaining: int, max_calls: int, needed: int, work: str) -> None:
-    """Abstain up front when the grant cannot pay for the judge calls the metric needs."""
+    """Abstain up front when the grant cannot pay for the judge calls the metric needs; the
+    hint counts the calls already spent, so following it is always enough."""
     if needed > remaining:
+        at_least = max_calls - remaining + needed
         raise Abstain(
             f"not enough judge calls: {work} needs {needed}, but max_calls is {max_calls} "
-            f"with {remaining} left; raise `target: {{max_calls: ...}}` to at least {needed} "
-            "(a little more leaves room to retry unreadable replies)",
+            f"with {remaining} left; raise `target: {{max_calls: ...}}` to at least {at_least} "
+            "(a little more leaves room to ask again after unreadable or cut-off replies)",
             {"needed": needed, "remaining": remaining, "max_calls": max_calls},
         )
 
@@ -121,6 +123,18 @@ def _declined(raw: str) -> str | None:
     if isinstance(reply, dict) and reply.get("abstain") is True:
         return str(reply.get("reason") or "no reason given")
     return None
+
+
+def has_retrieval(inp: GraderInput) -> bool:
+    """Whether the case says what was retrieved at all: ``config.retrieval_context`` (even an
+    empty list) or at least one expected tool call (even with no results)."""
+    return inp.config.get("retrieval_context") is not None or bool(inp.tool_call_results())
+
+
+NO_RETRIEVAL = (
+    "the case has no retrieval context: give `config.retrieval_context` or expected tool calls "
+    "whose results are the retrieved passages"
+)
 
 
 def check_verdicts(verdicts: list[Verdict], count: int, item: str, where: str = "") -> None:
@@ -136,8 +150,9 @@ def check_verdicts(verdicts: list[Verdict], count: int, item: str, where: str = 
             {"raw": [verdicts[i - 1].raw for i in unreadable]},
         )
     if unreadable:
+        why = "; ".join(f"{item} {i}: {verdicts[i - 1].reason}" for i in unreadable[:3])
         raise Abstain(
             f"the judge's reply for {item}(s) {', '.join(map(str, unreadable))}{where} could not "
-            "be read, even after a retry",
+            f"be read ({why})",
             {"raw": [verdicts[i - 1].raw for i in unreadable]},
         )

@@ -27,12 +27,14 @@ from grader_sdk import (
 )
 from graders._rag import (
     AGGREGATES,
+    NO_RETRIEVAL,
     RetrievalGroup,
     aggregate,
     average_precision,
     check_budget,
     check_verdicts,
     format_score,
+    has_retrieval,
     precision_at_k,
     retrieval_groups,
     snippet,
@@ -126,6 +128,8 @@ def grade(inp: GraderInput) -> GraderResult:
     how = str(config.get("aggregate", "weighted"))
     if how not in AGGREGATES:
         raise ValueError(f"config.aggregate must be one of {AGGREGATES}, not {how!r}")
+    if not has_retrieval(inp):
+        raise Abstain(NO_RETRIEVAL)
     groups = [g for g in retrieval_groups(inp, per_tool_call) if g.nodes]
     total = sum(len(g.nodes) for g in groups)
     if total == 0:

@@ -24,7 +24,15 @@ from grader_sdk import (
     judge_attribution,
     script_grader,
 )
-from graders._rag import check_budget, check_verdicts, format_score, recall, snippet
+from graders._rag import (
+    NO_RETRIEVAL,
+    check_budget,
+    check_verdicts,
+    format_score,
+    has_retrieval,
+    recall,
+    snippet,
+)
 
 
 def score_statements(
@@ -72,6 +80,8 @@ def grade(inp: GraderInput) -> GraderResult:
         raise Abstain(
             "no expected answer: give the case `criteria` or an expected assistant message"
         )
+    if not has_retrieval(inp):
+        raise Abstain(NO_RETRIEVAL)
     context = inp.retrieval_context()
     if not context:
         return GraderResult(
@@ -88,10 +98,7 @@ def grade(inp: GraderInput) -> GraderResult:
     try:
         statements = extract_statements(client, expected, reserve=1, **options)
     except JudgeReplyError as exc:
-        raise Abstain(
-            f"the judge's list of statements could not be read, even after a retry: {exc}",
-            {"raw": exc.raw},
-        ) from None
+        raise Abstain(str(exc), {"raw": exc.raw}) from None
     except ProtocolError as exc:
         raise Abstain(f"the judge did not answer the statements request: {exc}") from None
     if not statements:

@@ -15,21 +15,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput, script_grader
+from grader_sdk import Abstain, GraderInput, Reading, script_grader
+from grader_sdk.replies import Dimension, read_scores, scaled_number
 from graders._judgekit import (
-    as_number,
-    clamp,
+    MAX_TOKENS,
     conversation_text,
     dedupe,
-    fraction,
+    json_schema_format,
     judge_client,
     judge_runs,
     load_definition,
     lookup,
     median,
     render,
-    reply_object,
     runs_setting,
+    strict_object,
     temperature_setting,
 )
 
@@ -167,53 +167,44 @@ def build_prompt(judge: PatternJudge, spec: PatternSpec, task: str, response: st
     )
 
 
-def _section(data: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
-    for name in names:
-        value = lookup(data, name)
-        if isinstance(value, Mapping):
-            return value
-    return data
+def _dimensions(dims: Sequence[DimensionDef]) -> list[Dimension]:
+    """Reader dimensions: each code, with its title as another name it may be given under."""
+    return [Dimension(d.code, (d.title,), 0.0, d.maximum) for d in dims]
 
 
-def _read_scores(
-    dims: Sequence[DimensionDef],
-    block: Mapping[str, Any],
-    data: Mapping[str, Any],
-    missing: list[str],
-) -> dict[str, float]:
-    """Each dimension's score from its block (else the top level); the absent go to ``missing``."""
-    scores: dict[str, float] = {}
-    for dim in dims:
-        value = as_number(lookup(block, dim.code))
-        if value is None:
-            value = as_number(lookup(data, dim.code))
-        if value is None:
-            missing.append(dim.code)
-        elif dim.maximum == 1:
-            scores[dim.code] = fraction(value)
-        else:
-            scores[dim.code] = clamp(value, 0.0, dim.maximum)
-    return scores
+def response_format(judge: PatternJudge, spec: PatternSpec) -> dict[str, Any]:
+    """The JSON Schema of an audit for ``spec`` (its codes as number fields)."""
+    numbers = {"type": "number"}
+    return json_schema_format(
+        f"{spec.key}_pattern_audit",
+        {
+            "universal": strict_object({d.code: numbers for d in judge.universal}),
+            "pattern": strict_object({d.code: numbers for d in spec.dimensions}),
+            "failures": {"type": "array", "items": {"type": "string"}},
+            "confidence": numbers,
+            "reason": {"type": "string"},
+        },
+    )
 
 
-def parse_run(text: str, judge: PatternJudge, spec: PatternSpec) -> RunScores | str:
-    """One judge reply as scores, or a short explanation of why it cannot be used."""
-    data = reply_object(text)
-    if data is None:
-        return "no JSON object in the reply"
-    missing: list[str] = []
-    universal_block = _section(data, "universal", "universal_scores")
-    universal = _read_scores(judge.universal, universal_block, data, missing)
-    pattern_block = _section(data, "pattern", "pattern_scores", "specific")
-    pattern = _read_scores(spec.dimensions, pattern_block, data, missing)
-    if missing:
-        return f"missing or non-numeric: {', '.join(missing)}"
+def parse_run(text: str, judge: PatternJudge, spec: PatternSpec) -> Reading:
+    """One judge reply as a Reading of RunScores (docs/judge-graders.md, "How replies are read")."""
+    universal_dims = _dimensions(judge.universal)
+    reading = read_scores(text, [*universal_dims, *_dimensions(spec.dimensions)])
+    if not reading.ok:
+        return reading
+    codes = {d.code for d in universal_dims}
+    data = reading.data if isinstance(reading.data, Mapping) else {}
     failures_raw = lookup(data, "failures")
     failures = [str(f) for f in failures_raw] if isinstance(failures_raw, list) else []
-    confidence = as_number(lookup(data, "confidence"))
-    return RunScores(
-        universal, pattern, failures, fraction(confidence) if confidence is not None else None
+    confidence, _ = scaled_number(lookup(data, "confidence"), 0.0, 1.0)
+    reading.value = RunScores(
+        {k: v for k, v in reading.value.items() if k in codes},
+        {k: v for k, v in reading.value.items() if k not in codes},
+        failures,
+        confidence,
     )
+    return reading
 
 
 def median_per_key(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
@@ -293,15 +284,21 @@ def evaluate(inp: GraderInput, client: Any, judge: PatternJudge | None = None) -
     task, response = subject_texts(inp)
     if not response.strip():
         raise Abstain("the text to grade is empty")
-    parsed, unparsed = judge_runs(
+    request = {
+        "question": build_prompt(judge, spec, task, response),
+        "system_prompt": judge.system_prompt,
+        "temperature": temperature,
+        "max_tokens": MAX_TOKENS,
+        "response_format": response_format(judge, spec),
+    }
+    readings, unparsed = judge_runs(
         client,
-        build_prompt(judge, spec, task, response),
-        judge.system_prompt,
+        request,
         runs=runs,
-        temperature=temperature,
         max_calls=inp.max_calls,
-        parse=lambda text: parse_run(text, judge, spec),
+        read=lambda text: parse_run(text, judge, spec),
     )
+    parsed = [r.value for r in readings]
     return to_grader_output(
         summarise(judge, spec, parsed, runs, temperature, unparsed), judge.gates
     )

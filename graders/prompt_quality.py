@@ -13,21 +13,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput, script_grader
+from grader_sdk import Abstain, GraderInput, Reading, script_grader
+from grader_sdk.replies import Dimension, read_scores, scaled_number
 from graders._judgekit import (
-    as_number,
-    clamp,
+    MAX_TOKENS,
+    config_number,
     conversation_text,
     dedupe,
-    fraction,
+    json_schema_format,
     judge_client,
     judge_runs,
     load_definition,
     lookup,
     median,
     render,
-    reply_object,
     runs_setting,
+    strict_object,
     temperature_setting,
     truncate_middle,
 )
@@ -110,35 +111,37 @@ def build_prompt(judge: PromptJudge, prompt: str) -> str:
     )
 
 
-def parse_run(text: str, dimensions: Sequence[str] = DIMENSIONS) -> RunScores | str:
-    """One judge reply as scores, or a short explanation of why it cannot be used."""
-    data = reply_object(text)
-    if data is None:
-        return "no JSON object in the reply"
-    block = lookup(data, "scores")
-    if not isinstance(block, Mapping):
-        block = data
-    scores: dict[str, float] = {}
-    missing = []
-    for name in dimensions:
-        value = as_number(lookup(block, name))
-        if value is None:
-            missing.append(name)
-        else:
-            scores[name] = clamp(value, 0.0, MAX_POINTS)
-    if missing:
-        return f"missing or non-numeric: {', '.join(missing)}"
+def response_format(dimensions: Sequence[str] = DIMENSIONS) -> dict[str, Any]:
+    """The JSON Schema of a prompt review: a 0..10 number per dimension, and the extras."""
+    return json_schema_format(
+        "prompt_review",
+        {
+            "scores": strict_object({name: {"type": "number"} for name in dimensions}),
+            "improvements": {"type": "array", "items": {"type": "string"}},
+            "confidence": {"type": "number"},
+            "summary": {"type": "string"},
+        },
+    )
+
+
+def parse_run(text: str, dimensions: Sequence[str] = DIMENSIONS) -> Reading:
+    """One judge reply as a Reading of RunScores (docs/judge-graders.md, "How replies are read")."""
+    reading = read_scores(text, [Dimension(name, (), 0.0, MAX_POINTS) for name in dimensions])
+    if not reading.ok:
+        return reading
+    data = reading.data if isinstance(reading.data, Mapping) else {}
     raw_improvements = lookup(data, "improvements")
     if isinstance(raw_improvements, str):
         raw_improvements = [raw_improvements]
-    improvements = [str(i) for i in raw_improvements or [] if isinstance(i, str | int | float)]
-    confidence = as_number(lookup(data, "confidence"))
-    return RunScores(
-        scores,
-        improvements,
-        fraction(confidence) if confidence is not None else None,
-        str(lookup(data, "summary") or ""),
+    if not isinstance(raw_improvements, list):
+        raw_improvements = []
+    improvements = [str(i) for i in raw_improvements if isinstance(i, str | int | float)]
+    confidence, _ = scaled_number(lookup(data, "confidence"), 0.0, 1.0)
+    summary = lookup(data, "summary")
+    reading.value = RunScores(
+        reading.value, improvements, confidence, summary if isinstance(summary, str) else ""
     )
+    return reading
 
 
 def summarise(
@@ -190,7 +193,7 @@ def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) ->
     config = inp.config or {}
     judge = judge or load_judge(config.get("definitions"))
     if config.get("pass_score") is not None:
-        pass_score = as_number(config["pass_score"])
+        pass_score = config_number(config["pass_score"])
         if pass_score is None:
             raise ValueError(f"config.pass_score must be a number, got {config['pass_score']!r}")
         judge = replace(judge, pass_score=pass_score)
@@ -201,15 +204,17 @@ def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) ->
         raise Abstain("the prompt to grade is empty")
     shown = truncate_middle(prompt)
     names = tuple(judge.dimensions)
-    parsed, unparsed = judge_runs(
-        client,
-        build_prompt(judge, shown),
-        judge.system_prompt,
-        runs=runs,
-        temperature=temperature,
-        max_calls=inp.max_calls,
-        parse=lambda text: parse_run(text, names),
+    request = {
+        "question": build_prompt(judge, shown),
+        "system_prompt": judge.system_prompt,
+        "temperature": temperature,
+        "max_tokens": MAX_TOKENS,
+        "response_format": response_format(names),
+    }
+    readings, unparsed = judge_runs(
+        client, request, runs=runs, max_calls=inp.max_calls, read=lambda t: parse_run(t, names)
     )
+    parsed = [r.value for r in readings]
     result = summarise(judge, parsed, runs, temperature, shown != prompt, len(prompt), unparsed)
     return to_grader_output(result, judge.pass_score)
 

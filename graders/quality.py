@@ -9,25 +9,28 @@ be read. Unreadable replies are reported and left out; if none can be read, the 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from grader_sdk import (
     Abstain,
     GraderInput,
+    Reading,
     UnsupportedRequest,
     node_text,
-    parse_json_reply,
     script_grader,
 )
+from grader_sdk.replies import read_rating
 from graders._judgekit import (
-    as_number,
+    MAX_TOKENS,
     check_budget,
+    config_number,
     conversation_text,
+    json_schema_format,
     judge_client,
     load_definition,
+    lookup,
     render,
     send_batch,
     shorten,
@@ -35,16 +38,6 @@ from graders._judgekit import (
 
 DIMENSIONS = ("coherence", "fluency", "relevance", "groundedness", "similarity")
 INPUT_LABELS = {"context": "no context", "expected": "no expected answer"}
-_JSON_KEYS = ("choice", "score", "rating", "grade", "verdict", "answer")
-_LABEL_WORDS = r"(?:choice|score|rating|grade|verdict|answer)"
-# "Score: 4", "rating of **4**", "Final score - 4/5"; not "Score: 10/10" or "4/10" or "4.5".
-_LABELLED = re.compile(
-    rf"(?i)\b{_LABEL_WORDS}\b[^0-9\n]{{0,16}}?(?<![\d.])(\d+)"
-    r"(?!\d|\.\d|\s*(?:/|out\s+of)\s*(?!5\b)\d)"
-)
-_OUT_OF_FIVE = re.compile(r"(?i)(?<![\d.])(\d+)\s*(?:/|out\s+of)\s*5(?!\d|\.\d)")
-_BARE = re.compile(r"(?i)(\d+)(?:\s*(?:/|out\s+of)\s*5)?")
-_DECORATION = " \t*_#>`'\"[]().:"
 
 
 @dataclass
@@ -84,6 +77,7 @@ class DimensionResult:
     score: float | None
     reason: str = ""
     raw: str = ""
+    problem: str = ""
 
 
 @dataclass
@@ -112,67 +106,31 @@ def load_definitions(path: str | None = None) -> Definitions:
 
 
 def parse_choice(
-    text: str, labels: Sequence[str] = ("1", "2", "3", "4", "5")
-) -> tuple[str | None, str]:
-    """(choice, reason) from a judge reply; choice None when the reply names no valid label.
-
-    Tried in order: a JSON object's choice/score/rating field (or a 0..1 ``similarity``), a
-    labelled or bare choice on one of the last three non-empty lines (last line first), and a
-    labelled choice anywhere in the text if it is the only one named.
-    """
-    data = parse_json_reply(text) if text.strip() else None
-    if isinstance(data, Mapping):
-        reason = str(data.get("reason") or data.get("reasoning") or data.get("explanation") or "")
-        for key in _JSON_KEYS:
-            for actual, value in data.items():
-                if isinstance(actual, str) and actual.lower() == key:
-                    choice = _label_of_value(value, labels)
-                    if choice is not None:
-                        return choice, reason
-        similarity = as_number(data.get("similarity"))
-        if similarity is not None and 0.0 <= similarity <= 1.0 and len(labels) > 1:
-            return labels[round(similarity * (len(labels) - 1))], reason
-    elif isinstance(data, int | float) and not isinstance(data, bool):
-        choice = _label_of_value(data, labels)
-        if choice is not None:
-            return choice, ""
-    return _choice_from_text(text, labels), ""
+    text: str, labels: Sequence[str] = ("1", "2", "3", "4", "5"), dimension: str = ""
+) -> Reading:
+    """The judge's choice as a Reading whose value is the label (docs/judge-graders.md, "How
+    replies are read"): whole-number labels only, read by ``grader_sdk.replies.read_rating``."""
+    numbers = [int(label) for label in labels if label.isdigit()]
+    if not numbers or len(numbers) != len(labels):
+        return Reading(problem="the scale's choices are not whole numbers", raw=text)
+    reading = read_rating(
+        text, min(numbers), max(numbers), names=(dimension,) if dimension else (), integer=True
+    )
+    if reading.ok:
+        label = str(int(reading.value))
+        if label not in labels:
+            return Reading(problem=f"{label} is not one of the choices", raw=text)
+        reading.value = label
+    return reading
 
 
-def _label_of_value(value: Any, labels: Sequence[str]) -> str | None:
-    if isinstance(value, str):
-        return _line_choice(value, labels) or _bare_choice(value, labels)
-    number = as_number(value)
-    if number is None or number != int(number):
-        return None
-    label = str(int(number))
-    return label if label in labels else None
-
-
-def _line_choice(line: str, labels: Sequence[str]) -> str | None:
-    """The last labelled ("Score: 4") or scale-anchored ("4 out of 5") choice on a line."""
-    for pattern in (_LABELLED, _OUT_OF_FIVE):
-        found = [m.group(1) for m in pattern.finditer(line) if m.group(1) in labels]
-        if found:
-            return found[-1]
-    return None
-
-
-def _bare_choice(line: str, labels: Sequence[str]) -> str | None:
-    match = _BARE.fullmatch(line.strip(_DECORATION))
-    return match.group(1) if match and match.group(1) in labels else None
-
-
-def _choice_from_text(text: str, labels: Sequence[str]) -> str | None:
-    lines = [line for line in text.splitlines() if line.strip()]
-    for line in reversed(lines[-3:]):
-        choice = _line_choice(line, labels) or _bare_choice(line, labels)
-        if choice is not None:
-            return choice
-    named = {m.group(1) for m in _LABELLED.finditer(text)}
-    if len(named) == 1 and (only := named.pop()) in labels:
-        return only
-    return None
+def reason_of(reading: Reading) -> str:
+    data = reading.data if isinstance(reading.data, Mapping) else {}
+    for key in ("reason", "reasoning", "explanation", "rationale"):
+        value = lookup(data, key)
+        if isinstance(value, str):
+            return value.strip()
+    return ""
 
 
 def material_of(inp: GraderInput) -> Material:
@@ -237,6 +195,8 @@ def build_request(
         "question": render(dimension.template, values),
         "system_prompt": dimension.system_prompt or None,
         "temperature": 0.0,
+        "max_tokens": MAX_TOKENS,
+        "response_format": response_format(definitions),
     }
     if dimension.name == "similarity":
         request["task"] = {
@@ -247,6 +207,17 @@ def build_request(
     return request
 
 
+def response_format(definitions: Definitions) -> dict[str, Any]:
+    """The JSON Schema of one dimension's reply: a reason and one of the scale's choices."""
+    return json_schema_format(
+        "quality_choice",
+        {
+            "reason": {"type": "string"},
+            "choice": {"type": "string", "enum": list(definitions.scale)},
+        },
+    )
+
+
 def weights_for(config: Mapping[str, Any], definitions: Definitions) -> dict[str, float]:
     weights = config.get("weights")
     if weights is None:
@@ -255,7 +226,7 @@ def weights_for(config: Mapping[str, Any], definitions: Definitions) -> dict[str
         raise ValueError(f"config.weights must map dimension names to numbers, got {weights!r}")
     out: dict[str, float] = {}
     for name, value in weights.items():
-        number = as_number(value)
+        number = config_number(value)
         if number is None or number < 0:
             raise ValueError(f"config.weights.{name} must be a number >= 0, got {value!r}")
         out[str(name)] = number
@@ -276,8 +247,13 @@ def aggregate(results: Sequence[DimensionResult], weights: Mapping[str, float]) 
 UNSUPPORTED = "(the judge target answers only typed tasks)"
 
 
-def ask_judge(client: Any, requests: list[dict[str, Any]], max_calls: int | None) -> list[Any]:
-    """Replies in request order, None where the judge refused the request.
+def ask_judge(
+    client: Any,
+    requests: list[dict[str, Any]],
+    max_calls: int | None,
+    reads: Sequence[Callable[[str], Reading]],
+) -> list[Reading | None]:
+    """One Reading per request, in order; None where the judge refused the request.
 
     Requests carrying a typed task go in their own batch, concurrently with the free-text one:
     a judge that answers only typed tasks (the local embedding judge) refuses the free-text
@@ -289,17 +265,19 @@ def ask_judge(client: Any, requests: list[dict[str, Any]], max_calls: int | None
         [i for i, r in enumerate(requests) if r.get("task")],
     ]
     groups = [g for g in groups if g]
-    replies: list[Any] = [None] * len(requests)
+    readings: list[Reading | None] = [None] * len(requests)
 
     def run(indexes: list[int]) -> None:
         try:
-            answers = send_batch(client, [requests[i] for i in indexes], None)
+            answers = send_batch(
+                client, [requests[i] for i in indexes], None, [reads[i] for i in indexes]
+            )
         except UnsupportedRequest:
             if all(requests[i].get("task") for i in indexes):
                 raise
             return
         for index, answer in zip(indexes, answers, strict=True):
-            replies[index] = answer
+            readings[index] = answer
 
     if len(groups) == 1:
         run(groups[0])
@@ -309,7 +287,7 @@ def ask_judge(client: Any, requests: list[dict[str, Any]], max_calls: int | None
         with ThreadPoolExecutor(max_workers=len(groups)) as pool:
             for future in [pool.submit(run, g) for g in groups]:
                 future.result()
-    return replies
+    return readings
 
 
 def evaluate(
@@ -327,24 +305,40 @@ def evaluate(
         why = "; ".join(f"{n}: {w}" for n, w in skipped.items()) or "no dimensions selected"
         raise Abstain(f"no quality dimension can be judged ({why})")
     requests = [build_request(definitions.dimensions[n], definitions, material) for n in names]
-    replies = ask_judge(client, requests, inp.max_calls)
     labels = tuple(definitions.scale)
+    reads = [_reader(labels, name) for name in names]
+    readings = ask_judge(client, requests, inp.max_calls, reads)
     results = []
-    for name, reply in zip(names, replies, strict=True):
-        if reply is None:
+    for name, reading in zip(names, readings, strict=True):
+        if reading is None:
             results.append(DimensionResult(name, None, None, "", UNSUPPORTED))
-            continue
-        choice, reason = parse_choice(reply.raw_text, labels)
-        value = definitions.scale[choice] if choice is not None else None
-        results.append(DimensionResult(name, choice, value, reason, shorten(reply.raw_text)))
+        elif not reading.ok:
+            results.append(
+                DimensionResult(name, None, None, "", shorten(reading.raw), reading.explain())
+            )
+        else:
+            choice = reading.value
+            results.append(
+                DimensionResult(
+                    name,
+                    choice,
+                    definitions.scale[choice],
+                    reason_of(reading),
+                    shorten(reading.raw),
+                )
+            )
     outcome = Outcome(aggregate(results, weights), results, skipped, weights)
     if outcome.score is None:
         raise Abstain(
-            "no judge reply could be parsed for any dimension ("
-            + ", ".join(f"{r.name}: {shorten(r.raw, 80)!r}" for r in results)
+            "no judge reply could be read for any dimension ("
+            + "; ".join(f"{r.name}: {r.problem or r.raw}" for r in results)
             + ")"
         )
     return to_grader_output(outcome, labels[-1])
+
+
+def _reader(labels: Sequence[str], name: str) -> Callable[[str], Reading]:
+    return lambda text: parse_choice(text, labels, name)
 
 
 def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
@@ -369,6 +363,7 @@ def to_grader_output(outcome: Outcome, top: str) -> dict[str, Any]:
                 for r in outcome.results
             },
             "unparsed": [r.name for r in outcome.results if r.score is None],
+            "problems": {r.name: r.problem for r in outcome.results if r.problem},
             "skipped": outcome.skipped,
             "weights": {r.name: outcome.weights.get(r.name, 1.0) for r in parsed},
             # per-item verdicts in the shape of a case's `labels:` (docs/judges.md)

@@ -123,6 +123,8 @@ def _invoke_payload(name: str, response: CompletionResponse, latency_ms: float) 
         "target": name,
         "cached": response.cached or response.replayed,
         "latencyMs": round(latency_ms, 3),
+        "finishReason": openai_compat.finish_reason(response),
+        "refusal": response.refusal or None,
     }
 
 

@@ -100,10 +100,13 @@ def completion_request(chat: ChatCompletionRequest) -> tuple[CompletionRequest, 
     return request, question
 
 
-def _finish_reason(response: CompletionResponse) -> str:
+def finish_reason(response: CompletionResponse) -> str:
+    """The provider's finish reason as stop, length, tool_calls or content_filter (also what
+    the /invoke routes send as ``finishReason``); case is ignored."""
     if response.tool_calls:
         return "tool_calls"
-    return FINISH_REASONS.get(response.finish_reason or "", "stop")
+    given = response.finish_reason or ""
+    return FINISH_REASONS.get(given, FINISH_REASONS.get(given.lower(), "stop"))
 
 
 def _usage(response: CompletionResponse) -> dict[str, int]:
@@ -137,7 +140,7 @@ def completion_json(name: str, response: CompletionResponse) -> dict[str, Any]:
     choice = {
         "index": 0,
         "message": message,
-        "finish_reason": _finish_reason(response),
+        "finish_reason": finish_reason(response),
         "logprobs": response.logprobs,
     }
     return {**_head(name, "chat.completion"), "choices": [choice], "usage": _usage(response)}
@@ -165,7 +168,7 @@ def event_stream(name: str, response: CompletionResponse, *, include_usage: bool
     if response.tool_calls:
         calls = [{"index": i, **call} for i, call in enumerate(response.tool_calls)]
         chunks.append(chunk({"tool_calls": calls}))
-    chunks.append(chunk({}, _finish_reason(response)))
+    chunks.append(chunk({}, finish_reason(response)))
     if include_usage:
         chunks.append({**head, "choices": [], "usage": _usage(response)})
     lines = [

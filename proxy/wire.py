@@ -53,13 +53,21 @@ class TokenUsageWire(WireModel):
     total: int
 
 
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter"]
+
+
 class InvokeResponse(WireModel):
+    """``finishReason`` normalised across providers; ``refusal`` is the provider's refusal
+    message when it declined instead of answering (docs/proxy.md)."""
+
     output: list[OutputMessage]
     raw_text: str
     token_usage: TokenUsageWire
     target: str
     cached: bool
     latency_ms: float
+    finish_reason: FinishReason
+    refusal: str | None
 
 
 class InvokeBatchRequest(WireModel):

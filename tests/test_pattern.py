@@ -95,7 +95,7 @@ def test_pass_rate_counts_unparseable_runs_and_confidence_is_median() -> None:
 
 @pytest.mark.parametrize("bad", ["garbage", "", "4", "[1, 2]", '{"PIF": 5}'])
 def test_all_runs_unparseable_abstains(bad: str) -> None:
-    with pytest.raises(Abstain, match="no judge reply could be parsed"):
+    with pytest.raises(Abstain, match="no judge reply could be read"):
         grade([bad, bad, bad])
 
 
@@ -104,15 +104,17 @@ def test_parse_run_is_lenient_about_shape_but_needs_every_dimension() -> None:
     spec = judge.resolve("cove")
     flat = (
         "```json\n"
-        + json.dumps({**GOOD_UNIVERSAL, "PR": "80", "C1": "4/5", "C2": 3, "C3": 9})
+        + json.dumps({**GOOD_UNIVERSAL, "PR": "80", "C1": "4/5", "C2": 3, "C3": "8/10"})
         + "\n```"
     )
     run = parse_run(flat, judge, spec)
-    assert not isinstance(run, str)
-    assert run.universal["PR"] == 0.8
-    assert run.pattern == {"C1": 4.0, "C2": 3.0, "C3": 5.0}
+    assert run.ok, run.problem
+    assert run.value.universal["PR"] == 0.8
+    assert run.value.pattern == {"C1": 4.0, "C2": 3.0, "C3": 4.0}
     missing = parse_run(reply("cove", specific=(4, 4, 4)).replace('"C3"', '"X3"'), judge, spec)
-    assert missing == "missing or non-numeric: C3"
+    assert missing.problem == "missing C3"
+    off_scale = parse_run(flat.replace('"8/10"', "9"), judge, spec)
+    assert off_scale.problem == "unreadable C3 (9 is outside 0..5)"
 
 
 @pytest.mark.parametrize(

@@ -135,23 +135,29 @@ def test_unparseable_runs_do_not_count() -> None:
 
 @pytest.mark.parametrize("bad", ["7", "garbage", "", '{"clarity": 8}', "[8, 8, 8, 8, 8]"])
 def test_bare_number_or_garbage_abstains(bad: str) -> None:
-    with pytest.raises(Abstain, match="no judge reply could be parsed"):
+    with pytest.raises(Abstain, match="no judge reply could be read"):
         grade([bad])
 
 
-def test_parse_run_accepts_flat_scores_and_clamps() -> None:
+def test_parse_run_accepts_flat_scores_and_never_clamps() -> None:
     run = parse_run(
-        'Sure! {"Clarity": "8/10", "effectiveness": 12, "structure": -1, '
+        'Sure! {"Clarity": "8/10", "effectiveness": "4/5", "structure": "30%", '
         '"specificity": 5, "completeness": 6.5}'
     )
-    assert not isinstance(run, str)
-    assert run.scores == {
+    assert run.ok, run.problem
+    assert run.value.scores == {
         "clarity": 8.0,
-        "effectiveness": 10.0,
-        "structure": 0.0,
+        "effectiveness": 8.0,
+        "structure": 3.0,
         "specificity": 5.0,
         "completeness": 6.5,
     }
+    off_scale = parse_run(
+        '{"clarity": 12, "effectiveness": 7, "structure": -1, "specificity": 5, "completeness": 6}'
+    )
+    assert not off_scale.ok
+    assert "clarity (12 is outside 0..10)" in off_scale.problem
+    assert "structure (-1 is outside 0..10)" in off_scale.problem
 
 
 def test_subprocess_through_the_real_proxy() -> None:

@@ -14,6 +14,7 @@ from graders.quality import (
     load_definitions,
     material_of,
     parse_choice,
+    reason_of,
     select_dimensions,
 )
 from tests.judge_helpers import ScriptedClient, grader_input, run_with_proxy
@@ -56,7 +57,7 @@ def by_dimension(choices: dict[str, str], default: str = "garbage"):
         ('Here it is: {"rating": "3", "reason": "ok"} done', "3"),
         ('{"score": "5/5"}', "5"),
         ('{"choice": 7, "reason": "off the scale"}', None),
-        ('{"similarity": 0.5, "reason": "half"}', "3"),
+        ('{"similarity": 0.5, "reason": "half"}', None),
         ("Step 1: read the answer.\nStep 2: compare.\nScore: 4", "4"),
         ("Step 1: read the answer carefully", None),
         ("10/10", None),
@@ -78,11 +79,14 @@ def by_dimension(choices: dict[str, str], default: str = "garbage"):
     ],
 )
 def test_parse_choice(reply: str, expected: str | None) -> None:
-    assert parse_choice(reply)[0] == expected
+    reading = parse_choice(reply)
+    assert (reading.value if reading.ok else None) == expected
+    assert reading.ok or reading.problem
 
 
 def test_parse_choice_returns_json_reason() -> None:
-    assert parse_choice('{"choice": "5", "reason": "same meaning"}') == ("5", "same meaning")
+    reading = parse_choice('{"choice": "5", "reason": "same meaning"}')
+    assert (reading.value, reason_of(reading)) == ("5", "same meaning")
 
 
 def test_bundled_definitions_have_five_dimensions_on_the_standard_scale() -> None:
@@ -165,7 +169,7 @@ def test_unparseable_dimension_is_left_out_not_scored_zero() -> None:
 
 @pytest.mark.parametrize("reply", ["garbage", "", "Step 1", "42", "[1, 2, 3]", "{}"])
 def test_no_parseable_reply_abstains(reply: str) -> None:
-    with pytest.raises(Abstain, match="no judge reply could be parsed"):
+    with pytest.raises(Abstain, match="no judge reply could be read"):
         evaluate(grader_input(output="Paris."), ScriptedClient(lambda r: reply))
 
 
@@ -227,7 +231,7 @@ def test_subprocess_garbage_judge_abstains_with_exit_3() -> None:
     run = run_with_proxy("graders.quality", {"output": "Paris."}, [], default="lorem ipsum")
     assert run.exit_code == 3, run.stderr
     assert run.result["abstain"] is True
-    assert "no judge reply could be parsed" in run.result["reason"]
+    assert "no judge reply could be read" in run.result["reason"]
 
 
 def test_example_eval_runs_offline_with_the_scripted_judge(tmp_path) -> None:

@@ -123,7 +123,7 @@ def test_recall_hits_name_the_supporting_node() -> None:
 # --- edge cases ---------------------------------------------------------------------------
 
 
-def test_empty_context_scores_zero_without_any_judge_call() -> None:
+def test_no_retrieval_anywhere_is_unscored_without_any_judge_call() -> None:
     case = {
         "id": "e",
         "input": "Q?",
@@ -134,8 +134,32 @@ def test_empty_context_scores_zero_without_any_judge_call() -> None:
         p_code, precision, _ = grade(PRECISION, payload_for(case), proxy)
         r_code, recall, _ = grade(RECALL, payload_for(case), proxy)
         assert proxy.http_requests == []
+    assert (p_code, precision["abstain"]) == (3, True)
+    assert (r_code, recall["abstain"]) == (3, True)
+    for result in (precision, recall):
+        assert "no retrieval context" in result["reason"]
+        assert "score" not in result
+
+
+def test_an_empty_retrieval_scores_zero_without_any_judge_call() -> None:
+    case = {"id": "e", "input": "Q?", "criteria": "A."}
+    tool_call = {
+        "role": "assistant",
+        "tool_calls": [{"tool": "search", "input": {"query": "q"}, "output": {"results": []}}],
+    }
+    with FakeProxy(marked_judge) as proxy:
+        empty = {"retrieval_context": []}
+        p_code, precision, _ = grade(PRECISION, payload_for(case, config=empty), proxy)
+        r_code, recall, _ = grade(RECALL, payload_for(case, config=empty), proxy)
+        t_code, from_tools, _ = grade(
+            PRECISION,
+            payload_for({"id": "t", "input": "Q?", "expected_output": [tool_call]}),
+            proxy,
+        )
+        assert proxy.http_requests == []
     assert (p_code, precision["score"]) == (0, 0.0)
     assert (r_code, recall["score"]) == (0, 0.0)
+    assert (t_code, from_tools["score"]) == (0, 0.0)
     assert "empty" in precision["reason"] and "empty" in recall["reason"]
 
 

@@ -1,4 +1,4 @@
-"""Lenient reading of judge replies (grader_sdk._judge), no proxy needed."""
+"""Reading judge replies (grader_sdk.replies) and the RAG helpers' verdicts, no proxy needed."""
 
 from __future__ import annotations
 
@@ -6,14 +6,13 @@ import pytest
 
 from grader_sdk import parse_json_reply
 from grader_sdk._judge import (
-    as_bool,
     chunk_requests,
     dedupe_statements,
     read_attribution,
     read_relevance,
-    read_statements,
     relevance_requests,
 )
+from grader_sdk.replies import as_bool, read_statements
 
 
 @pytest.mark.parametrize(
@@ -91,9 +90,9 @@ def test_read_relevance_variants() -> None:
     assert read_relevance('{"verdict": "no"}').ok is False
     assert read_relevance("No. The passage is about grass.").ok is False
     assert read_relevance("Yes").ok is True
-    assert read_relevance('{"score": 0.4}') is None
-    assert read_relevance("I cannot decide whether this passage helps") is None
-    assert read_relevance("No idea, sorry") is None
+    assert read_relevance('{"score": 0.4}').ok is None
+    assert read_relevance("I cannot decide whether this passage helps").ok is None
+    assert read_relevance("No idea, sorry").ok is None
     assert read_relevance("Not relevant.").ok is False
     assert read_relevance('[{"relevant": true}]').ok is True
 
@@ -105,18 +104,23 @@ def test_read_attribution_node_is_checked_against_the_context() -> None:
     assert read_attribution('{"attributable": true, "node": 2.0}', 3).node == 2
     assert read_attribution('{"attributable": false, "node": 1}', 3).node is None
     assert read_attribution('{"supported": "yes", "node": [3]}', 3).node == 3
-    assert read_attribution('{"node": 1}', 3) is None
+    unreadable = read_attribution('{"node": 1}', 3)
+    assert unreadable.ok is None and "no yes/no verdict" in unreadable.reason
 
 
 def test_read_statements_shapes() -> None:
-    assert read_statements('{"statements": ["A is B.", "C is D."]}') == ["A is B.", "C is D."]
-    assert read_statements('["A.", "a.", " B "]') == ["A.", "B"]
-    assert read_statements('{"claims": [{"statement": "X."}, {"text": "Y."}]}') == ["X.", "Y."]
-    assert read_statements("- A is B.\n- C is D.") == ["A is B.", "C is D."]
-    assert read_statements("1. A\n2) B") == ["A", "B"]
-    assert read_statements("Here are some facts but no list") is None
-    assert read_statements('{"statements": [1, 2]}') is None
-    assert read_statements('{"statements": []}') == []
+    def read(reply: str) -> list[str] | None:
+        reading = read_statements(reply)
+        return reading.value if reading.ok else None
+
+    assert read('{"statements": ["A is B.", "C is D."]}') == ["A is B.", "C is D."]
+    assert read('["A.", "a.", " B "]') == ["A.", "B"]
+    assert read('{"claims": [{"statement": "X."}, {"text": "Y."}]}') == ["X.", "Y."]
+    assert read("- A is B.\n- C is D.") == ["A is B.", "C is D."]
+    assert read("1. A\n2) B") == ["A", "B"]
+    assert read("Here are some facts but no list") is None
+    assert read('{"statements": [1, 2]}') is None
+    assert read('{"statements": []}') == []
 
 
 def test_dedupe_ignores_case_space_and_final_period() -> None:

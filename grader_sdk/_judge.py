@@ -354,7 +354,7 @@ def reply_plan(
             first = out[i]
             reading = Reading(
                 problem=f"{first.problem}; asked again: {reading.problem}",
-                raw=f"{first.raw}\n--- asked again ---\n{reading.raw}",
+                raw=f"{first.raw}\n--- retry ---\n{reading.raw}",
             )
         out[i] = reading
     return out

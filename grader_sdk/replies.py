@@ -88,7 +88,7 @@ class Reading:
     def explain(self) -> str:
         """The problem and a short excerpt of the reply, for an abstention's reason."""
         quoted = excerpt(self.raw)
-        return f"{self.problem}: {quoted!r}" if quoted else self.problem
+        return f"{self.problem}: {_quote(quoted)}" if quoted else self.problem
 
     def __repr__(self) -> str:
         if self.ok:
@@ -136,12 +136,15 @@ def _re(name: str) -> Any:
             words=re.compile(r"[^a-z0-9 ]+"),
             spaces=re.compile(r"\s+"),
             number=re.compile(
-                rf"\s*\(?\s*{number}\s*(%)?{scale}\s*(%)?\s*\)?\s*"
+                rf"(?i)\s*\(?\s*{number}\s*(%)?{scale}\s*(%)?\s*\)?\s*"
                 rf"(?:\((?:out\s+of|of|/)\s*{number}\s*\))?\s*[.!]?\s*"
             ),
             key_line=re.compile(
                 r"^[\s>*_#`-]*(?:\d+[.)]\s+)?[*_`]*([A-Za-z][A-Za-z0-9 _/()'&-]{0,60}?)[*_`]*"
                 r"\s*(?::|=|\s-\s|\s\u2013\s)\s*[*_`]*(.+?)[*_`]*\s*$"
+            ),
+            leading=re.compile(
+                rf"(?i)^\s*(\(?{number}\s*%?{scale}\s*%?\)?)\s*(?:$|[.,;:(\u2013\u2014]|-\s)"
             ),
             bullet=re.compile(
                 r"^\s*(?:[-*+\u2022\u2023\u25e6]|\(?\d{1,3}[.):]|\[\d{1,3}\])\s+(.+)$"
@@ -205,6 +208,11 @@ def reply_problem(
     return None
 
 
+def _quote(value: Any) -> str:
+    """JSON text of a value, written as the JS SDK writes it (same messages in both SDKs)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def excerpt(text: str | None, limit: int = EXCERPT_CHARS) -> str:
     flat = " ".join(str(text or "").split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "\u2026"
@@ -214,19 +222,17 @@ def strip_reasoning(text: str) -> str:
     """The reply without its reasoning: ``<think>...</think>`` and the like are removed; an
     opened block that never closes takes the rest of the reply with it; a closing tag with no
     opening one (the reasoning was streamed before it) drops everything up to it."""
-    lowered = text.lower()
+    import re
+
     for tag in _REASONING_TAGS:
-        close = f"</{tag}>"
-        end = lowered.rfind(close)
-        if end != -1 and f"<{tag}>" not in lowered[:end]:
-            text, lowered = text[end + len(close) :], lowered[end + len(close) :]
-        while True:
-            start = lowered.find(f"<{tag}>")
-            if start == -1:
-                break
-            end = lowered.find(close, start)
-            stop = len(text) if end == -1 else end + len(close)
-            text, lowered = text[:start] + text[stop:], lowered[:start] + lowered[stop:]
+        opening = re.compile(f"<{tag}>", re.IGNORECASE)
+        closing = re.compile(f"</{tag}>", re.IGNORECASE)
+        closes = list(closing.finditer(text))
+        if closes and not opening.search(text, 0, closes[-1].start()):
+            text = text[closes[-1].end() :]
+        while (found := opening.search(text)) is not None:
+            close = closing.search(text, found.start())
+            text = text[: found.start()] + (text[close.end() :] if close else "")
     return text.strip().lstrip("\ufeff")
 
 
@@ -303,13 +309,13 @@ def _balanced_end(text: str, start: int) -> int:
 def _parse_candidate(chunk: str) -> Any:
     try:
         return json.loads(chunk)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     relaxed = _relax(chunk)
     if relaxed is not None:
         try:
             return json.loads(relaxed)
-        except ValueError:
+        except (ValueError, RecursionError):
             pass
     return _python_literal(chunk)
 
@@ -450,7 +456,7 @@ def scaled_number(value: Any, low: float = 0.0, high: float = 5.0) -> tuple[floa
     elif isinstance(value, str):
         match = _re("number").fullmatch(value)
         if not match:
-            return None, f"{excerpt(value, 40)!r} is not a number"
+            return None, f"{_quote(excerpt(value, 40))} is not a number"
         number = float(match.group(1))
         percent = bool(match.group(2) or match.group(4))
         denominator = match.group(3) or match.group(5)
@@ -468,7 +474,9 @@ def scaled_number(value: Any, low: float = 0.0, high: float = 5.0) -> tuple[floa
             if low != 0:
                 return None, f"a rating out of {scale:g} does not fit the {low:g}..{high:g} scale"
             number = number / scale * high
-    elif high == 1.0 and 1.0 < number <= 100.0:
+    elif high == 1.0 and number > 1.0:
+        if not 10.0 < number <= 100.0:
+            return None, f"{number:g} on a 0..1 scale states no scale (a percentage? out of 5?)"
         number /= 100.0
     if number < low - 1e-9 or number > high + 1e-9:
         return None, f"{number:g} is outside {low:g}..{high:g}"
@@ -489,11 +497,12 @@ def _get(mapping: Mapping[Any, Any], name: str) -> Any:
 # --- text shapes ----------------------------------------------------------------------------------
 
 
-def _key_lines(text: str) -> dict[str, str]:
+def _key_lines(text: str, clashes: set[str] | None = None) -> dict[str, str]:
     """``Key: value`` lines (markdown bold, bullets, ``=`` and dashes allowed) as {key: value}.
-    A key given twice with different values is dropped: the reply contradicts itself."""
+    A key given twice with different values is dropped (and added to ``clashes``): the reply
+    contradicts itself."""
     out: dict[str, str] = {}
-    clashes: set[str] = set()
+    clashes = set() if clashes is None else clashes
     for line in text.splitlines():
         match = _re("key_line").match(line)
         if not match:
@@ -508,6 +517,13 @@ def _key_lines(text: str) -> dict[str, str]:
     for key in clashes:
         out.pop(key, None)
     return out
+
+
+def _leading_number(text: str) -> str:
+    """A text value's number with its scale (``8/10 - plain words`` -> ``8/10``); the text
+    itself when it does not start with a number followed by a break in the sentence."""
+    match = _re("leading").match(text)
+    return match.group(1) if match else text
 
 
 def _table(text: str) -> dict[str, str]:
@@ -571,25 +587,33 @@ def read_verdict(text: str | None, keys: Sequence[str]) -> Reading:
         return empty
     fields = (*keys, "verdict", "answer", "attributed", "decision", "label")
     problem = ""
-    for candidate in reversed(candidates(body)):
+    found_json = candidates(body)
+    for candidate in reversed(found_json):
         found, value = _verdict_field(candidate, fields)
         if not found:
             continue
         verdict = as_bool(value)
         if verdict is None:
-            problem = f"the verdict {excerpt(json.dumps(value, default=str), 40)} is not yes or no"
+            problem = f"the verdict {excerpt(_quote(value), 40)} is not yes or no"
             break
         return Reading(verdict, source="json", data=_object(candidate), raw=raw)
     if problem:
         return Reading(problem=problem, raw=raw)
-    lines = _key_lines(body)
+    clashes: set[str] = set()
+    lines = _key_lines(body, clashes)
     wanted = {_squash(k) for k in fields}
+    if any(_squash(k) in wanted for k in clashes):
+        return Reading(problem="the reply gives different verdicts", raw=raw)
+    if body.lstrip("`").lstrip().startswith(("{", "[")):
+        if found_json:
+            return Reading(problem="no yes/no verdict in the reply's JSON", raw=raw)
+        return Reading(problem="the reply's JSON is incomplete or invalid", raw=raw)
     for key in reversed(list(lines)):
         if _squash(key) in wanted:
             verdict = _verdict_words(_re("clause").split(lines[key], 1)[0])
             if verdict is None:
                 return Reading(
-                    problem=f"{key}: {excerpt(lines[key], 40)!r} is not yes or no", raw=raw
+                    problem=f"{key}: {_quote(excerpt(lines[key], 40))} is not yes or no", raw=raw
                 )
             return Reading(verdict, source="lines", data=lines, raw=raw)
     if is_refusal(body):
@@ -819,6 +843,7 @@ def read_scores(text: str | None, dimensions: Sequence[Dimension]) -> Reading:
         best = best or problem
     for source, found in (("table", _table(body)), ("lines", _key_lines(body))):
         if found:
+            found = {k: _leading_number(v) for k, v in found.items()}
             scores, problem = _scores_from(found, dimensions)
             if scores is not None:
                 return Reading(scores, source=source, data=found, raw=raw)
@@ -828,10 +853,12 @@ def read_scores(text: str | None, dimensions: Sequence[Dimension]) -> Reading:
     return Reading(problem=best or "no scores found in the reply", raw=raw)
 
 
-def _flatten(value: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every name -> leaf value in nested objects and ``{name, score}`` lists; an outer name
-    wins over the same name deeper down only if it is not itself an object."""
+def _flatten(value: Any, out: dict[str, Any] | None = None, depth: int = 0) -> dict[str, Any]:
+    """Every name -> leaf value in nested objects and ``{name, score}`` lists (to depth 8); an
+    outer name wins over the same name deeper down only if it is not itself an object."""
     out = {} if out is None else out
+    if depth > 8:
+        return out
     if isinstance(value, list):
         named = _named_scores(value)
         for name, score in named.items():
@@ -839,12 +866,12 @@ def _flatten(value: Any, out: dict[str, Any] | None = None) -> dict[str, Any]:
         if not named:
             for item in value:
                 if isinstance(item, (dict, list)):
-                    _flatten(item, out)
+                    _flatten(item, out, depth + 1)
         return out
     if isinstance(value, dict):
         for key, item in value.items():
             if isinstance(item, (dict, list)) and not _is_score_object(item):
-                _flatten(item, out)
+                _flatten(item, out, depth + 1)
             else:
                 out.setdefault(str(key), item)
     return out

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-Judge = Callable[[dict[str, Any]], str]
+Judge = Callable[[dict[str, Any]], "str | tuple[str, str]"]
 
 
 def mock_judge(targets_file: Path = ROOT / "evals" / "targets.yaml", name: str = "mock") -> Judge:
@@ -165,7 +165,9 @@ class FakeProxy:
         return self._send(handler, 200, {"responses": responses})
 
     def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        text = self.judge(request)
+        """The judge returns the text, or (text, finish reason) to say it was cut off."""
+        answer = self.judge(request)
+        text, finish = answer if isinstance(answer, tuple) else (answer, "stop")
         return {
             "output": [{"role": "assistant", "content": text}],
             "rawText": text,
@@ -173,6 +175,8 @@ class FakeProxy:
             "target": request.get("target") or self.target_name,
             "cached": False,
             "latencyMs": 1.5,
+            "finishReason": finish,
+            "refusal": None,
         }
 
     @staticmethod

@@ -14,14 +14,14 @@ import pytest
 
 from grader_sdk._judge import (
     attribution_requests,
-    parse_json_reply,
     read_attribution,
     read_relevance,
-    read_statements,
     relevance_requests,
     statements_request,
 )
+from grader_sdk.replies import parse_json_reply, read_statements
 from tests.sdk_helpers import ROOT, FakeProxy
+from tests.test_replies import VECTORS, corpus_vectors, meets, run_vector
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
@@ -84,6 +84,8 @@ def test_client_invoke_batch_and_info() -> None:
         "target": "mock",
         "cached": False,
         "latencyMs": 1.5,
+        "finishReason": "stop",
+        "refusal": None,
     }
     assert out["many"] == ["B", "C"]
     assert out["info"] == {
@@ -179,30 +181,82 @@ def test_lenient_parsing_agrees_with_python() -> None:
     js = node_json(
         f"""
         const replies = {json.dumps(REPLIES)};
+        const reading = (r) => ({{ok: r.ok, value: r.value, problem: r.problem}});
         console.log(JSON.stringify(replies.map((r) => [
-          sdk.parseJsonReply(r), sdk.readRelevance(r), sdk.readAttribution(r, 3), sdk.readStatements(r),
+          sdk.parseJsonReply(r), sdk.readRelevance(r), sdk.readAttribution(r, 3),
+          reading(sdk.readStatements(r)),
         ])));
         """
     )
 
     def plain(v: Any) -> Any:
-        return (
-            None
-            if v is None
-            else {k: getattr(v, k) for k in ("ok", "reason", "node", "confidence", "raw")}
-        )
+        return {k: getattr(v, k) for k in ("ok", "reason", "node", "confidence", "raw")}
+
+    def reading(r: Any) -> Any:
+        return {"ok": r.ok, "value": r.value, "problem": r.problem}
 
     py = [
         [
             parse_json_reply(r),
             plain(read_relevance(r)),
             plain(read_attribution(r, 3)),
-            read_statements(r),
+            reading(read_statements(r)),
         ]
         for r in REPLIES
     ]
     for reply, mine, theirs in zip(REPLIES, py, js, strict=True):
         assert mine == theirs, reply
+
+
+#: runs one vector of tests/data/reply_vectors.json in the JS SDK, as tests/test_replies.py does
+JS_VECTOR_RUNNER = """
+const run = (v) => {
+  if (v.read === 'number') {
+    const [n] = sdk.scaledNumber(v.value, v.low, v.high);
+    return {ok: n !== null, value: n};
+  }
+  if (v.read === 'problem') return {ok: true, value: sdk.replyProblem(v.reply, v.finish_reason ?? null, v.refusal ?? null) !== null};
+  if (v.read === 'json') return {ok: true, value: sdk.parseJsonReply(v.reply)};
+  let r;
+  const problem = sdk.replyProblem(v.reply, v.finish_reason ?? null, v.refusal ?? null);
+  if (problem) r = new sdk.Reading(null, problem);
+  else if (v.read === 'verdict') r = sdk.readVerdict(v.reply, v.keys);
+  else if (v.read === 'statements') r = sdk.readStatements(v.reply);
+  else if (v.read === 'rating') r = sdk.readRating(v.reply, v.low, v.high, {names: v.names, integer: v.integer ?? true});
+  else r = sdk.readScores(v.reply, v.dimensions.map((d) => sdk.dimension(d.code, d.aliases, d.low, d.high)));
+  return {ok: r.ok, value: r.ok ? r.value : null};
+};
+"""
+
+
+@pytest.mark.parametrize("source", ["vectors", "corpus"])
+def test_js_reads_the_shared_vectors_and_the_corpus_like_python(
+    source: str, tmp_path: Path
+) -> None:
+    vectors = VECTORS if source == "vectors" else corpus_vectors()
+    path = tmp_path / "vectors.json"
+    path.write_text(json.dumps(vectors), encoding="utf-8")
+    js = node_json(
+        JS_VECTOR_RUNNER
+        + f"""
+        const fs = await import('node:fs');
+        const vectors = JSON.parse(fs.readFileSync({json.dumps(str(path))}, 'utf8'));
+        console.log(JSON.stringify(vectors.map(run)));
+        """
+    )
+    assert len(js) == len(vectors)
+    missed = [
+        (v.get("id") or v.get("reply") or v.get("value"), v["expect"], got)
+        for v, got in zip(vectors, js, strict=True)
+        if not meets(got, v["expect"])
+    ]
+    assert missed == []
+    differ = [
+        (v.get("id") or v.get("reply"), run_vector(v), got)
+        for v, got in zip(vectors, js, strict=True)
+        if not meets(got, run_vector(v)["value"] if run_vector(v)["ok"] else "unreadable")
+    ]
+    assert differ == []
 
 
 def test_requests_and_prompts_are_identical_to_python() -> None:

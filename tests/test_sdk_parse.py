@@ -105,7 +105,7 @@ def test_read_attribution_node_is_checked_against_the_context() -> None:
     assert read_attribution('{"attributable": false, "node": 1}', 3).node is None
     assert read_attribution('{"supported": "yes", "node": [3]}', 3).node == 3
     unreadable = read_attribution('{"node": 1}', 3)
-    assert unreadable.ok is None and "no yes/no verdict" in unreadable.reason
+    assert unreadable.ok is None and "no yes/no verdict in the reply's JSON" in unreadable.reason
 
 
 def test_read_statements_shapes() -> None:

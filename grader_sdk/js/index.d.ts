@@ -83,6 +83,10 @@ export interface InvokeResult {
   target: string;
   cached: boolean;
   latencyMs: number;
+  /** stop | length | tool_calls | content_filter; null from a proxy that does not say. */
+  finishReason: 'stop' | 'length' | 'tool_calls' | 'content_filter' | null;
+  /** The provider's refusal message, when it declined instead of answering. */
+  refusal: string | null;
 }
 
 export interface ProxyInfo {
@@ -202,7 +206,7 @@ export declare function configuredContext(value: unknown): string[] | null;
 // --- judge helpers ---------------------------------------------------------------------------
 
 export interface Verdict {
-  /** null when the judge's reply could not be read, even after a retry. */
+  /** null when the judge's reply could not be read, even after a retry (reason says why). */
   ok: boolean | null;
   reason: string;
   node: number | null;
@@ -213,20 +217,74 @@ export interface Verdict {
 export interface JudgeOptions {
   target?: string;
   temperature?: number | null;
-  maxTokens?: number;
-  responseFormat?: Record<string, unknown>;
-  /** Re-ask unreadable replies once, if the budget allows (default true). */
+  responseFormat?: Record<string, unknown> | null;
+  maxTokens?: number | null;
+  /** Re-ask unreadable replies once, if the budget allows (default true); cut-off replies are
+   * always asked again with more room while the budget lasts. */
   retry?: boolean;
   /** Calls to keep back from the budget when deciding whether to retry. */
   reserve?: number;
 }
 
+// --- reading replies (replies.mjs; the rules of docs/judge-graders.md) ------------------------
+
+/** What a reply says: `value` when `ok`; else `problem` says why it could not be read. */
+export declare class Reading<T = unknown> {
+  value: T | null;
+  problem: string;
+  /** json | lines | table | text: where the value was found. */
+  source: string;
+  /** The object (or lines/table) the value came from, for extra fields such as `reason`. */
+  data: unknown;
+  raw: string;
+  readonly ok: boolean;
+  /** The problem and a short excerpt of the reply. */
+  explain(): string;
+}
+
+export interface Dimension {
+  code: string;
+  aliases: string[];
+  low: number;
+  high: number;
+  integer: boolean;
+}
+
+export declare function dimension(code: string, aliases?: string[], low?: number, high?: number, options?: { integer?: boolean }): Dimension;
+export declare function replyProblem(text: string | null | undefined, finishReason?: string | null, refusal?: string | null): string | null;
+export declare function stripReasoning(text: string): string;
+export declare function isRefusal(text: string): boolean;
+export declare function candidates(text: string): Array<Record<string, unknown> | unknown[]>;
+export declare function excerpt(text: string | null | undefined, limit?: number): string;
+export declare function scaledNumber(value: unknown, low?: number, high?: number): [number | null, string];
+export declare function readVerdict(text: string | null | undefined, keys: string[]): Reading<boolean>;
+export declare function readStatements(text: string | null | undefined): Reading<string[]>;
+export declare function readRating(
+  text: string | null | undefined,
+  low?: number,
+  high?: number,
+  options?: { names?: string[]; integer?: boolean },
+): Reading<number>;
+export declare function readScores(text: string | null | undefined, dimensions: Dimension[]): Reading<Record<string, number>>;
+export declare function readResult(result: InvokeResult, read: (text: string) => Reading): Reading;
+export declare function judgeReplies(
+  client: TargetClient,
+  requests: InvokeRequest[],
+  read: ((text: string) => Reading) | Array<(text: string) => Reading>,
+  options?: { retry?: boolean; reserve?: number },
+): Promise<Reading[]>;
+
 export declare function parseJsonReply(text: string | null | undefined): Record<string, unknown> | unknown[] | null;
 export declare function asBool(value: unknown): boolean | null;
-export declare function readRelevance(reply: string): Verdict | null;
-export declare function readAttribution(reply: string, contextSize: number): Verdict | null;
-export declare function readStatements(reply: string): string[] | null;
+export declare function readRelevance(reply: string): Verdict;
+export declare function readAttribution(reply: string, contextSize: number): Verdict;
 export declare function dedupeStatements(statements: string[]): string[];
+
+export declare const FIRST_MAX_TOKENS: number;
+export declare const RETRY_MAX_TOKENS: number;
+export declare const RELEVANCE_FORMAT: Record<string, unknown>;
+export declare const ATTRIBUTION_FORMAT: Record<string, unknown>;
+export declare const STATEMENTS_FORMAT: Record<string, unknown>;
 
 export declare const RELEVANCE_SYSTEM: string;
 export declare const ATTRIBUTION_SYSTEM: string;

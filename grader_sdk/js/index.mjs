@@ -1,6 +1,33 @@
 // @evalrun/grader-sdk: talk to evalrun's judge proxy and speak the grader protocol.
 // Zero dependencies; runs on Node >= 18 (global fetch), Bun and Deno.
-// Prompts and parsing mirror the Python SDK (grader_sdk/_judge.py) so both judge alike.
+// Prompts mirror the Python SDK (grader_sdk/_judge.py) and replies are read by replies.mjs, the
+// twin of grader_sdk/replies.py, so both judge alike.
+
+import {
+  Reading,
+  readStatements,
+  readVerdict,
+  replyProblem,
+  scaledNumber,
+} from './replies.mjs';
+
+export {
+  Reading,
+  asBool,
+  candidates,
+  dedupeStatements,
+  dimension,
+  excerpt,
+  isRefusal,
+  parseJsonReply,
+  readRating,
+  readScores,
+  readStatements,
+  readVerdict,
+  replyProblem,
+  scaledNumber,
+  stripReasoning,
+} from './replies.mjs';
 
 export const PROTOCOL = 'evalrun.grader/1';
 export const EXIT_OK = 0;
@@ -159,6 +186,8 @@ function resultFromWire(data) {
     target: String(data.target ?? ''),
     cached: Boolean(data.cached),
     latencyMs: Number(data.latencyMs ?? data.latency_ms ?? 0),
+    finishReason: data.finishReason ?? data.finish_reason ?? null,
+    refusal: data.refusal || null,
   };
 }
 
@@ -533,154 +562,32 @@ export function defineScriptGrader(fn) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// lenient reply parsing (mirrors grader_sdk/_judge.py)
-
-const FENCE = /```[ \t]*(?:json|JSON)?[ \t]*\n?([\s\S]*?)```/g;
-
-function tryParse(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-function isContainer(v) {
-  return v !== null && typeof v === 'object';
-}
-
-function isNonEmpty(v) {
-  return Array.isArray(v) ? v.length > 0 : Object.keys(v).length > 0;
-}
-
-/** The end of the balanced JSON value starting at `start`, or -1 (string-aware). */
-function balancedEnd(text, start) {
-  const stack = [];
-  let inString = false;
-  for (let i = start; i < text.length; i++) {
-    const ch = text[i];
-    if (inString) {
-      if (ch === '\\') i++;
-      else if (ch === '"') inString = false;
-      continue;
-    }
-    if (ch === '"') inString = true;
-    else if (ch === '{' || ch === '[') stack.push(ch === '{' ? '}' : ']');
-    else if (ch === '}' || ch === ']') {
-      if (stack.pop() !== ch) return -1;
-      if (stack.length === 0) return i + 1;
-    }
-  }
-  return -1;
-}
-
-function scan(text, opener) {
-  let start = text.indexOf(opener);
-  while (start !== -1) {
-    const end = balancedEnd(text, start);
-    if (end !== -1) {
-      const value = tryParse(text.slice(start, end));
-      if (isContainer(value) && isNonEmpty(value)) return value;
-    }
-    start = text.indexOf(opener, start + 1);
-  }
-  return null;
-}
-
-function repair(text) {
-  text = text.replace(/\u201c|\u201d/g, '"').replace(/\u2019/g, "'");
-  text = text.replace(/,\s*([}\]])/g, '$1');
-  text = text.replace(/\bFalse\b/g, 'false').replace(/\bTrue\b/g, 'true').replace(/\bNone\b/g, 'null');
-  if (!text.includes('"')) text = text.replace(/'/g, '"');
-  return text;
-}
-
-/** The JSON object (or array) in a judge's reply: bare, fenced, or wrapped in prose; else null. */
-export function parseJsonReply(text) {
-  if (!text) return null;
-  const stripped = String(text).trim().replace(/^\ufeff/, '');
-  const candidates = [stripped, ...[...stripped.matchAll(FENCE)].map((m) => m[1].trim())];
-  for (const candidate of candidates) {
-    const value = tryParse(candidate);
-    if (isContainer(value)) return value;
-  }
-  return scan(stripped, '{') ?? scan(stripped, '[') ?? scan(repair(stripped), '{');
-}
-
-const TRUE_WORDS = ['yes', 'true', 'relevant', 'attributable', 'supported', 'correct', '1', 'y', 'pass'];
-const FALSE_WORDS = [
-  'no', 'false', 'irrelevant', 'not relevant', 'not attributable', 'unattributable',
-  'unsupported', 'not supported', 'incorrect', '0', 'n', 'fail',
-];
-
-/** yes/no-style values: booleans, 0/1, and strings like "yes" or "Not relevant"; else null. */
-export function asBool(value) {
-  if (typeof value === 'boolean') return value;
-  if (typeof value === 'number') return value === 0 || value === 1 ? value === 1 : null;
-  if (typeof value === 'string') {
-    const word = value.trim().toLowerCase().replace(/[^a-z0-9 ]/g, '').trim();
-    if (FALSE_WORDS.includes(word)) return false;
-    if (TRUE_WORDS.includes(word)) return true;
-    const head = word ? word.split(' ')[0] : '';
-    if (word.startsWith('not ') || word.startsWith('no ') || ['no', 'false', 'irrelevant'].includes(head)) return false;
-    if (['yes', 'true', 'relevant', 'attributable', 'supported'].includes(head)) return true;
-  }
-  return null;
-}
+// reading replies: the rules live in replies.mjs (the twin of grader_sdk/replies.py)
 
 const REASON_KEYS = ['reason', 'reasoning', 'explanation', 'rationale', 'justification'];
-const RELEVANCE_KEYS = ['relevant', 'is_relevant', 'isRelevant', 'relevance', 'verdict', 'answer'];
-const ATTRIBUTION_KEYS = ['attributable', 'is_attributable', 'isAttributable', 'attributed', 'supported', 'verdict', 'answer'];
-const NODE_KEYS = ['node', 'node_index', 'nodeIndex', 'passage', 'supporting_node', 'source', 'index'];
-
-function firstObject(parsed) {
-  if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed;
-  if (Array.isArray(parsed) && parsed.length === 1 && parsed[0] && typeof parsed[0] === 'object' && !Array.isArray(parsed[0])) return parsed[0];
-  return null;
-}
+const RELEVANCE_KEYS = ['relevant', 'is_relevant', 'relevance'];
+const ATTRIBUTION_KEYS = ['attributable', 'is_attributable', 'attributed', 'supported'];
+const NODE_KEYS = ['node', 'node_index', 'passage', 'supporting_node', 'source', 'index'];
 
 function field(obj, keys) {
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return undefined;
   const lowered = Object.fromEntries(Object.entries(obj).map(([k, v]) => [k.toLowerCase(), v]));
-  for (const key of keys) {
-    if (key in obj) return obj[key];
-    if (key.toLowerCase() in lowered) return lowered[key.toLowerCase()];
-  }
+  for (const key of keys) if (key.toLowerCase() in lowered) return lowered[key.toLowerCase()];
   return undefined;
-}
-
-function reasonOf(obj) {
-  const v = field(obj, REASON_KEYS);
-  return typeof v === 'string' ? v.trim() : '';
-}
-
-function confidenceOf(obj) {
-  const v = field(obj, ['confidence', 'certainty']);
-  if (v === undefined || v === null || typeof v === 'boolean' || v === '') return null;
-  let n = Number(v);
-  if (Number.isNaN(n)) return null;
-  if (n > 1 && n <= 100) n /= 100;
-  return Math.min(1, Math.max(0, n));
-}
-
-function plainTextVerdict(text) {
-  const first = text.trim().split(/[.\n:,;!]/, 1)[0];
-  const word = first.toLowerCase().replace(/[^a-z0-9 ]/g, '').trim();
-  if (FALSE_WORDS.includes(word)) return false;
-  return TRUE_WORDS.includes(word) ? true : null;
 }
 
 function verdict(ok, reason = '', node = null, confidence = null, raw = '') {
   return { ok, reason, node, confidence, raw };
 }
 
-export function readRelevance(reply) {
-  const obj = firstObject(parseJsonReply(reply));
-  if (!obj) {
-    const ok = plainTextVerdict(reply);
-    return ok === null ? null : verdict(ok, reply.trim().slice(0, 500), null, null, reply);
-  }
-  const ok = asBool(field(obj, RELEVANCE_KEYS));
-  return ok === null ? null : verdict(ok, reasonOf(obj), null, confidenceOf(obj), reply);
+function verdictOf(reading, nodeOf = null) {
+  if (!reading.ok) return verdict(null, reading.explain(), null, null, reading.raw);
+  const data = reading.data && typeof reading.data === 'object' && !Array.isArray(reading.data) ? reading.data : {};
+  let reason = field(data, REASON_KEYS);
+  if (typeof reason !== 'string') reason = reading.source === 'json' ? '' : reading.raw.trim().slice(0, 500);
+  const node = reading.value && nodeOf ? nodeOf(data) : null;
+  const [confidence] = scaledNumber(field(data, ['confidence', 'certainty']), 0, 1);
+  return verdict(reading.value, reason.trim(), node, confidence, reading.raw);
 }
 
 function nodeNumber(value, size) {
@@ -693,51 +600,14 @@ function nodeNumber(value, size) {
   return Number.isInteger(value) && value >= 1 && value <= size ? value : null;
 }
 
+/** A relevance verdict {ok, reason, node, confidence, raw}; ok is null when unreadable. */
+export function readRelevance(reply) {
+  return verdictOf(readVerdict(reply, RELEVANCE_KEYS));
+}
+
+/** An attribution verdict; `node` is the supporting passage (1-based) when attributable. */
 export function readAttribution(reply, contextSize) {
-  const obj = firstObject(parseJsonReply(reply));
-  if (!obj) {
-    const ok = plainTextVerdict(reply);
-    return ok === null ? null : verdict(ok, reply.trim().slice(0, 500), null, null, reply);
-  }
-  const ok = asBool(field(obj, ATTRIBUTION_KEYS));
-  if (ok === null) return null;
-  return verdict(ok, reasonOf(obj), ok ? nodeNumber(field(obj, NODE_KEYS), contextSize) : null, confidenceOf(obj), reply);
-}
-
-export function dedupeStatements(statements) {
-  const seen = new Set();
-  const out = [];
-  for (const s of statements) {
-    const key = s.toLowerCase().replace(/\s+/g, ' ').replace(/^[ .]+|[ .]+$/g, '');
-    if (key && !seen.has(key)) {
-      seen.add(key);
-      out.push(s);
-    }
-  }
-  return out;
-}
-
-export function readStatements(reply) {
-  const parsed = parseJsonReply(reply);
-  let items;
-  if (Array.isArray(parsed)) items = parsed;
-  else if (parsed && typeof parsed === 'object') items = field(parsed, ['statements', 'claims', 'facts']);
-  if (items === undefined && parsed === null) {
-    const lines = reply.trim().split('\n').map((l) => l.trim()).filter(Boolean);
-    const matches = lines.map((l) => l.match(/^(?:[-*\u2022]|\d+[.)])\s+(.*)$/));
-    if (lines.length && matches.every(Boolean)) items = matches.map((m) => m[1]);
-  }
-  if (!Array.isArray(items)) return null;
-  const texts = items.map((item) => {
-    if (typeof item === 'string') return item.trim();
-    if (item && typeof item === 'object') {
-      const v = field(item, ['statement', 'text', 'claim', 'fact']);
-      return typeof v === 'string' ? v.trim() : null;
-    }
-    return null;
-  });
-  if (texts.some((t) => t === null)) return null;
-  return dedupeStatements(texts.filter(Boolean));
+  return verdictOf(readVerdict(reply, ATTRIBUTION_KEYS), (obj) => nodeNumber(field(obj, NODE_KEYS), contextSize));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -791,32 +661,77 @@ export function statementsPrompt(text) {
   return `<text>\n${text}\n</text>\n\nList the distinct factual statements in this text. Reply with the JSON object only.`;
 }
 
-function buildRequest(question, system, task, options) {
+/** max_tokens of a first judge call, and the most a retry after a cut-off reply asks for. */
+export const FIRST_MAX_TOKENS = 2048;
+export const RETRY_MAX_TOKENS = 16_384;
+
+function schema(name, properties) {
+  return {
+    type: 'json_schema',
+    json_schema: {
+      name,
+      strict: true,
+      schema: { type: 'object', properties, required: Object.keys(properties), additionalProperties: false },
+    },
+  };
+}
+
+export const RELEVANCE_FORMAT = schema('relevance_verdict', {
+  relevant: { type: 'boolean' },
+  reason: { type: 'string' },
+  confidence: { type: 'number' },
+});
+export const ATTRIBUTION_FORMAT = schema('attribution_verdict', {
+  attributable: { type: 'boolean' },
+  node: { type: ['integer', 'null'] },
+  reason: { type: 'string' },
+  confidence: { type: 'number' },
+});
+export const STATEMENTS_FORMAT = schema('statements', { statements: { type: 'array', items: { type: 'string' } } });
+
+/** One wire request; options may override (or, given null, drop) the defaults. */
+function buildRequest(question, system, task, responseFormat, options) {
   const request = { question, systemPrompt: system, task };
-  const temperature = options.temperature === undefined ? 0 : options.temperature;
-  if (temperature !== null) request.temperature = temperature;
-  if (options.target) request.target = options.target;
-  if (options.maxTokens) request.maxTokens = options.maxTokens;
-  if (options.responseFormat) request.responseFormat = options.responseFormat;
+  for (const [key, def] of [
+    ['temperature', 0],
+    ['target', null],
+    ['maxTokens', FIRST_MAX_TOKENS],
+    ['responseFormat', responseFormat],
+  ]) {
+    const value = options[key] === undefined ? def : options[key];
+    if (value !== null && value !== undefined) request[key] = value;
+  }
   return request;
 }
 
 export function relevanceRequests(query, passages, expected = null, options = {}) {
   const siblings = [...passages];
   return passages.map((passage) =>
-    buildRequest(relevancePrompt(query, passage, expected), RELEVANCE_SYSTEM, { kind: 'relevance', query, passage, siblings }, options),
+    buildRequest(
+      relevancePrompt(query, passage, expected),
+      RELEVANCE_SYSTEM,
+      { kind: 'relevance', query, passage, siblings },
+      RELEVANCE_FORMAT,
+      options,
+    ),
   );
 }
 
 export function attributionRequests(statements, context, options = {}) {
   const ctx = [...context];
   return statements.map((statement) =>
-    buildRequest(attributionPrompt(statement, ctx), ATTRIBUTION_SYSTEM, { kind: 'attribution', statement, context: ctx }, options),
+    buildRequest(
+      attributionPrompt(statement, ctx),
+      ATTRIBUTION_SYSTEM,
+      { kind: 'attribution', statement, context: ctx },
+      ATTRIBUTION_FORMAT,
+      options,
+    ),
   );
 }
 
 export function statementsRequest(text, options = {}) {
-  return buildRequest(statementsPrompt(text), STATEMENTS_SYSTEM, { kind: 'statements', text }, options);
+  return buildRequest(statementsPrompt(text), STATEMENTS_SYSTEM, { kind: 'statements', text }, STATEMENTS_FORMAT, options);
 }
 
 /** Batches are split so no request body nears the proxy's size limit (siblings repeat per item). */
@@ -844,58 +759,91 @@ async function batch(client, requests) {
   return out;
 }
 
-/** Ask once; re-ask the unreadable replies once (one batch) if the budget allows. */
-async function askAll(client, requests, read, { retry = true, reserve = 0 } = {}) {
+/** Read one invoke result, unless it must not be read (cut off, filtered, refused, empty). */
+export function readResult(result, read) {
+  const text = result?.rawText ?? '';
+  const problem = replyProblem(text, result?.finishReason ?? null, result?.refusal ?? null);
+  return problem ? new Reading(null, problem, { raw: text }) : read(text);
+}
+
+function secondTry(request, result) {
+  if (result?.finishReason === 'length') {
+    const room = request.maxTokens ?? request.max_tokens ?? FIRST_MAX_TOKENS;
+    if (room >= RETRY_MAX_TOKENS) return null;
+    const { max_tokens: _dropped, ...rest } = request;
+    return { ...rest, maxTokens: Math.min(RETRY_MAX_TOKENS, room * 4) };
+  }
+  if (result?.refusal || result?.finishReason === 'content_filter') return null;
+  return { ...request, question: (request.question ?? '') + RETRY_REMINDER };
+}
+
+/**
+ * Send `requests` as one batch and read each reply with `read` (one reader, or one per request);
+ * ask again once, budget permitting, for cut-off replies (always, with more room) and for
+ * unreadable ones (when `retry`). One Reading per request, in order.
+ */
+export async function judgeReplies(client, requests, read, { retry = true, reserve = 0 } = {}) {
+  const readers = typeof read === 'function' ? requests.map(() => read) : [...read];
+  if (readers.length !== requests.length) throw new Error(`${readers.length} readers for ${requests.length} requests`);
   const results = await batch(client, requests);
   if (results.length !== requests.length) throw new ProtocolError(`judge answered ${results.length} of ${requests.length} requests`);
-  const out = results.map((r) => [read(r.rawText), r.rawText]);
-  let bad = out.map(([v], i) => (v === null ? i : -1)).filter((i) => i >= 0);
-  if (!bad.length || !retry) return out;
+  const out = results.map((r, i) => readResult(r, readers[i]));
+  let again = [];
+  out.forEach((reading, i) => {
+    if (reading.ok || !(retry || results[i]?.finishReason === 'length')) return;
+    const request = secondTry(requests[i], results[i]);
+    if (request) again.push([i, request]);
+  });
+  if (!again.length) return out;
   let room = 0;
   try {
     room = (await client.getInfo()).remaining - reserve;
   } catch (err) {
     if (!(err instanceof ProxyError)) throw err;
+    return out;
   }
-  bad = bad.slice(0, Math.max(0, room));
-  if (!bad.length) return out;
-  const again = bad.map((i) => ({ ...requests[i], question: requests[i].question + RETRY_REMINDER }));
+  again = again.slice(0, Math.max(0, room));
+  if (!again.length) return out;
   let retried;
   try {
-    retried = await batch(client, again);
+    retried = await batch(client, again.map(([, r]) => r));
   } catch (err) {
     if (err instanceof BudgetExceeded) return out;
     throw err;
   }
   if (retried.length !== again.length) throw new ProtocolError(`judge answered ${retried.length} of ${again.length} retried requests`);
-  bad.forEach((i, j) => {
-    const value = read(retried[j].rawText);
-    out[i] = value !== null ? [value, retried[j].rawText] : [null, out[i][1] + '\n--- retry ---\n' + retried[j].rawText];
+  again.forEach(([i], j) => {
+    let reading = readResult(retried[j], readers[i]);
+    if (!reading.ok) {
+      const first = out[i];
+      reading = new Reading(null, `${first.problem}; asked again: ${reading.problem}`, {
+        raw: `${first.raw}\n--- retry ---\n${reading.raw}`,
+      });
+    }
+    out[i] = reading;
   });
   return out;
-}
-
-function toVerdicts(pairs) {
-  return pairs.map(([v, raw]) => v ?? verdict(null, "the judge's reply could not be read", null, null, raw));
 }
 
 /** One relevance verdict {ok, reason, node, confidence, raw} per passage, in order. */
 export async function judgeRelevance(client, query, passages, options = {}) {
   if (!passages.length) return [];
   const requests = relevanceRequests(query, passages, options.expected ?? null, options);
-  return toVerdicts(await askAll(client, requests, readRelevance, options));
+  const readings = await judgeReplies(client, requests, (raw) => readVerdict(raw, RELEVANCE_KEYS), options);
+  return readings.map((r) => verdictOf(r));
 }
 
 /** One verdict per statement: supported by `context`, and by which passage (1-based node). */
 export async function judgeAttribution(client, statements, context, options = {}) {
   if (!statements.length) return [];
   const requests = attributionRequests(statements, context, options);
-  return toVerdicts(await askAll(client, requests, (raw) => readAttribution(raw, context.length), options));
+  const readings = await judgeReplies(client, requests, (raw) => readVerdict(raw, ATTRIBUTION_KEYS), options);
+  return readings.map((r) => verdictOf(r, (obj) => nodeNumber(field(obj, NODE_KEYS), context.length)));
 }
 
 /** The distinct factual statements of `text`; throws JudgeReplyError if unreadable. */
 export async function extractStatements(client, text, options = {}) {
-  const [[statements, raw]] = await askAll(client, [statementsRequest(text, options)], readStatements, options);
-  if (statements === null) throw new JudgeReplyError("the judge's list of statements could not be read", raw);
-  return statements;
+  const [reading] = await judgeReplies(client, [statementsRequest(text, options)], readStatements, options);
+  if (!reading.ok) throw new JudgeReplyError(`the judge's list of statements could not be read (${reading.explain()})`, reading.raw);
+  return reading.value;
 }

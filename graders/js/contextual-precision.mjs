@@ -119,6 +119,13 @@ await defineScriptGrader(async (input) => {
   const perToolCall = Boolean(config.per_tool_call ?? false);
   const how = String(config.aggregate ?? 'weighted');
   if (!AGGREGATES.includes(how)) throw new Error(`config.aggregate must be one of ${AGGREGATES.join(', ')}, not '${how}'`);
+  const retrieved = config.retrieval_context !== undefined && config.retrieval_context !== null;
+  if (!retrieved && !input.toolCallResults().length) {
+    throw new Abstain(
+      'the case has no retrieval context: give `config.retrieval_context` or expected tool calls ' +
+        'whose results are the retrieved passages',
+    );
+  }
   const groups = retrievalGroups(input, perToolCall).filter((g) => g.nodes.length);
   const total = groups.reduce((s, g) => s + g.nodes.length, 0);
   if (total === 0) {
@@ -136,10 +143,11 @@ await defineScriptGrader(async (input) => {
   const client = createTargetClient();
   const info = await client.getInfo();
   if (total > info.remaining) {
+    const atLeast = info.maxCalls - info.remaining + total;
     throw new Abstain(
       `not enough judge calls: judging ${total} retrieved nodes needs ${total}, but max_calls is ${info.maxCalls} ` +
-        `with ${info.remaining} left; raise \`target: {max_calls: ...}\` to at least ${total} ` +
-        '(a little more leaves room to retry unreadable replies)',
+        `with ${info.remaining} left; raise \`target: {max_calls: ...}\` to at least ${atLeast} ` +
+        '(a little more leaves room to ask again after unreadable or cut-off replies)',
       { needed: total, remaining: info.remaining, max_calls: info.maxCalls },
     );
   }
@@ -156,8 +164,9 @@ await defineScriptGrader(async (input) => {
     }
     const unreadable = group.verdicts.map((v, i) => (v.ok === null ? i + 1 : 0)).filter(Boolean);
     if (unreadable.length) {
+      const why = unreadable.slice(0, 3).map((i) => `node ${i}: ${group.verdicts[i - 1].reason}`).join('; ');
       throw new Abstain(
-        `the judge's reply for node(s) ${unreadable.join(', ')} of ${group.label} could not be read, even after a retry`,
+        `the judge's reply for node(s) ${unreadable.join(', ')} of ${group.label} could not be read (${why})`,
         { raw: unreadable.map((i) => group.verdicts[i - 1].raw) },
       );
     }

@@ -28,6 +28,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -59,6 +60,8 @@ class Entry:
     call: str = ""
     finish_reason: str = "stop"
     refusal: str | None = None
+    #: what the judge answers when asked again with more room than its first request had
+    roomy_reply: str | None = None
 
 
 @dataclass
@@ -128,8 +131,11 @@ def payload_for(entry: Entry) -> dict[str, Any]:
     }
 
 
-def reply_for(entry: Entry, body: dict[str, Any]) -> tuple[str, str, str | None]:
-    """(text, finish reason, refusal) the fake judge answers ``body`` with."""
+def reply_for(
+    entry: Entry, body: dict[str, Any], first_room: int | None
+) -> tuple[str, str, str | None]:
+    """(text, finish reason, refusal) the fake judge answers ``body`` with; ``first_room`` is
+    the max_tokens of the entry's first request (None if it had none)."""
     prompt = "\n".join(str(m.get("content") or "") for m in body.get("messages", []))
     if entry.grader == "contextual_recall":
         asks_statements = "<passages>" not in prompt
@@ -137,6 +143,9 @@ def reply_for(entry: Entry, body: dict[str, Any]) -> tuple[str, str, str | None]
             return FIXED_ATTRIBUTION, "stop", None
         if entry.call != "statements" and asks_statements:
             return FIXED_STATEMENTS, "stop", None
+    room = body.get("max_tokens") or body.get("max_completion_tokens")
+    if entry.roomy_reply is not None and room and first_room and room > first_room:
+        return entry.roomy_reply, "stop", None
     return entry.reply, entry.finish_reason, entry.refusal
 
 
@@ -163,6 +172,7 @@ class FakeJudge:
     def __init__(self, entries: dict[str, Entry]) -> None:
         self.entries = entries
         self.bodies: dict[str, list[dict[str, Any]]] = {k: [] for k in entries}
+        self.first_room: dict[str, int | None] = {}
         self.port = 0
         self._server: asyncio.Server | None = None
 
@@ -189,14 +199,16 @@ class FakeJudge:
                 key = headers.get("authorization", "").removeprefix("Bearer ").strip()
                 entry = self.entries[key]
                 self.bodies[key].append(body)
-                data = json.dumps(chat_completion(*reply_for(entry, body))).encode()
+                self.first_room.setdefault(key, body.get("max_tokens"))
+                answer = reply_for(entry, body, self.first_room[key])
+                data = json.dumps(chat_completion(*answer)).encode()
                 writer.write(
                     b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                     + f"Content-Length: {len(data)}\r\n\r\n".encode()
                     + data
                 )
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass
         finally:
             writer.close()
@@ -266,7 +278,13 @@ def classify(entry: Entry, code: int, stdout: str) -> Outcome:
     return Outcome(entry, "wrong", got, reason)
 
 
-async def run_corpus(entries: list[Entry], root: Path, workers: int = 4) -> list[Outcome]:
+async def run_corpus(
+    entries: list[Entry],
+    root: Path,
+    workers: int = 4,
+    seen: dict[str, list[dict[str, Any]]] | None = None,
+) -> list[Outcome]:
+    """Run every entry; ``seen`` (if given) receives the request bodies the judge got per id."""
     sys.path.insert(0, str(root))
     from evalrun.targets import build_provider
     from evalrun.targets.config import TargetConfig
@@ -292,6 +310,9 @@ async def run_corpus(entries: list[Entry], root: Path, workers: int = 4) -> list
         proxy = JudgeProxy(lambda name: targets[name], list(keys))
         env = {k: v for k, v in os.environ.items() if "TOKEN" not in k and "PROXY" not in k}
         env["PYTHONPATH"] = str(root)
+        # graders get a bytecode cache, as an installed package has, so start-up is not compiling
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.setdefault("PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / "reply-corpus-pyc"))
         gate = asyncio.Semaphore(workers)
 
         async def one(key: str, entry: Entry) -> None:
@@ -322,6 +343,8 @@ async def run_corpus(entries: list[Entry], root: Path, workers: int = 4) -> list
             await asyncio.gather(*(one(k, e) for k, e in keys.items()))
         for target in targets.values():
             await target.aclose()
+        if seen is not None:
+            seen.update({keys[k].id: bodies for k, bodies in fake.bodies.items()})
     return [outcomes[k] for k in keys]
 
 

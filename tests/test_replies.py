@@ -56,6 +56,8 @@ def corpus_vectors() -> list[dict[str, Any]]:
             "finish_reason": e.get("finish_reason"),
             "refusal": e.get("refusal"),
         }
+        if e.get("roomy_reply") is not None:  # what the grader reads after asking with more room
+            v.update(reply=e["roomy_reply"], finish_reason=None)
         grader = e["grader"]
         if grader == "contextual_precision":
             v.update(read="verdict", keys=["relevant", "is_relevant", "relevance"])

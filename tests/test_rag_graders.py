@@ -199,6 +199,33 @@ def test_recall_budget_checked_after_extraction() -> None:
     assert code == 3 and "needs 2" in result["reason"]
 
 
+def test_recall_budget_hint_counts_the_extraction_call() -> None:
+    payload = context_payload(["ctx"])
+    payload["criteria"] = "; ".join(f"S{i} YES" for i in range(12))
+    with FakeProxy(marked_judge, max_calls=12) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+    assert code == 3 and "judging 12 statements" in result["reason"]
+    assert "to at least 13 " in result["reason"]
+    with FakeProxy(marked_judge, max_calls=13) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+    assert (code, result["score"]) == (0, 1.0)
+
+
+def test_cut_off_verdicts_are_asked_again_with_more_room() -> None:
+    def judge(request: dict[str, Any]) -> Any:
+        if request.get("maxTokens", 0) > 2048:
+            return json.dumps({"relevant": True, "reason": "roomy"})
+        return '{"relevant": false, "reason": "cut', "length"
+
+    with FakeProxy(judge, max_calls=10) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)
+        assert [r["maxTokens"] for r in proxy.requests] == [2048, 2048, 8192, 8192]
+    assert (code, result["score"]) == (0, 1.0)
+    with FakeProxy(lambda r: ("{", "length"), max_calls=10) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["a"]), proxy)
+    assert code == 3 and "cut off at the token limit" in result["reason"]
+
+
 def test_unparseable_verdict_abstains_after_one_retry() -> None:
     with FakeProxy(lambda r: "let me think about it", max_calls=10) as proxy:
         code, result, _ = grade(PRECISION, context_payload(["a", "b"]), proxy)

@@ -64,7 +64,9 @@ def corpus_vectors() -> list[dict[str, Any]]:
         elif grader == "contextual_recall" and e.get("call") == "statements":
             v.update(read="statements")
         elif grader == "contextual_recall":
-            v.update(read="verdict", keys=["attributable", "is_attributable", "attributed", "supported"])
+            v.update(
+                read="verdict", keys=["attributable", "is_attributable", "attributed", "supported"]
+            )
         elif grader == "quality":
             v.update(read="rating", low=1, high=5, names=["coherence"])
         elif grader == "pattern":
@@ -114,8 +116,10 @@ def same(got: Any, want: Any) -> bool:
     if isinstance(want, (int, float)):
         return isinstance(got, (int, float)) and math.isclose(got, want, abs_tol=1e-9)
     if isinstance(want, dict):
-        return isinstance(got, dict) and set(got) == set(want) and all(
-            same(got[k], want[k]) for k in want
+        return (
+            isinstance(got, dict)
+            and set(got) == set(want)
+            and all(same(got[k], want[k]) for k in want)
         )
     if isinstance(want, list):
         return isinstance(got, list) and len(got) == len(want) and all(map(same, got, want))
@@ -128,7 +132,9 @@ def meets(result: dict[str, Any], expect: Any) -> bool:
     return result["ok"] is True and same(result["value"], expect)
 
 
-@pytest.mark.parametrize("vector", VECTORS, ids=lambda v: f"{v['read']}:{str(v.get('reply', v.get('value')))[:40]}")
+@pytest.mark.parametrize(
+    "vector", VECTORS, ids=lambda v: f"{v['read']}:{str(v.get('reply', v.get('value')))[:40]}"
+)
 def test_shared_vectors(vector: dict[str, Any]) -> None:
     result = run_vector(vector)
     assert meets(result, vector["expect"]), result

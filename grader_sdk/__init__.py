@@ -50,6 +50,7 @@ from grader_sdk._judge import (
     judge_attribution,
     judge_relevance,
     judge_replies,
+    read_result,
 )
 from grader_sdk.replies import Reading, parse_json_reply
 
@@ -93,6 +94,7 @@ __all__ = [
     "node_text",
     "parse_json_reply",
     "proxy_settings",
+    "read_result",
     "run_grader",
     "script_grader",
 ]

@@ -571,7 +571,7 @@ def _start(text: str | None) -> tuple[str, str, Reading | None]:
     return raw, body, None
 
 
-def _refused(body: str, raw: str) -> Reading:
+def _refused(raw: str) -> Reading:
     return Reading(problem="the judge declined to answer", raw=raw)
 
 
@@ -617,7 +617,7 @@ def read_verdict(text: str | None, keys: Sequence[str]) -> Reading:
                 )
             return Reading(verdict, source="lines", data=lines, raw=raw)
     if is_refusal(body):
-        return _refused(body, raw)
+        return _refused(raw)
     first = _re("clause").split(body, 1)[0]
     verdict = _verdict_words(first)
     if verdict is not None:
@@ -661,7 +661,7 @@ def read_statements(text: str | None) -> Reading:
         if items is not None:
             return Reading(_dedupe(items), source="json", data=candidate, raw=raw)
     if is_refusal(body):
-        return _refused(body, raw)
+        return _refused(raw)
     lines = [line.strip() for line in body.splitlines()]
     marks = [_re("bullet").match(line) for line in lines]
     at = [i for i, m in enumerate(marks) if m]
@@ -745,7 +745,7 @@ def read_rating(
     if row is not None:
         return _rated(row, dim, raw, "table", rows)
     if is_refusal(body):
-        return _refused(body, raw)
+        return _refused(raw)
     return _declared_rating(body, dim, raw)
 
 
@@ -849,7 +849,7 @@ def read_scores(text: str | None, dimensions: Sequence[Dimension]) -> Reading:
                 return Reading(scores, source=source, data=found, raw=raw)
             best = best or problem
     if not best and is_refusal(body):
-        return _refused(body, raw)
+        return _refused(raw)
     return Reading(problem=best or "no scores found in the reply", raw=raw)
 
 

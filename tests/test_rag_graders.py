@@ -508,3 +508,20 @@ def test_evalrun_reproduces_the_expected_scores(
         grader = result["graders"][0]
         assert grader["status"] == ("passed" if expected[result["id"]] >= 0.5 else "failed")
         assert grader["proxy"]["calls"] >= 3
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+def test_python_and_js_graders_agree_on_what_they_cannot_grade() -> None:
+    no_retrieval = payload_for({"id": "n", "input": "Q?", "criteria": "A."})
+    unreadable = context_payload(["a"])
+    results = []
+    for payload, judge in ((no_retrieval, marked_judge), (unreadable, lambda r: "Yes and no.")):
+        with FakeProxy(judge, max_calls=10) as proxy:
+            py = run_python_grader(PRECISION, payload, proxy.env())
+            js = run_node(JS_PRECISION, payload, proxy.env())
+        results.append((py, js))
+    for py, js in results:
+        assert (py.returncode, js.returncode) == (3, 3), (py.stderr, js.stderr)
+        assert json.loads(py.stdout)["reason"] == json.loads(js.stdout)["reason"]
+    assert "no retrieval context" in json.loads(results[0][0].stdout)["reason"]
+    assert "no yes/no verdict" in json.loads(results[1][0].stdout)["reason"]

@@ -67,3 +67,24 @@ def test_js_sdk_example(tmp_path: Path) -> None:
         proc = run(["node", str(script)], json.dumps(payload_for(case)), proxy.env())
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["score"] == pytest.approx(2 / 3)
+
+
+def test_readme_grader_example_abstains_on_what_it_cannot_read(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    source = re.search(r"```python\n(# graders/my_grader.py.*?)```", readme, re.DOTALL)
+    assert source is not None
+    script = tmp_path / "my_grader.py"
+    script.write_text(source.group(1))
+    payload = json.dumps({"input": "Capital of France?", "output": "Paris"})
+    outcomes = []
+    for judge in (
+        lambda r: "Yes, it is correct.",
+        lambda r: "Hard to say.",
+        lambda r: ("Y", "length"),
+    ):
+        with FakeProxy(judge) as proxy:
+            proc = run([sys.executable, str(script)], payload, proxy.env())
+        outcomes.append((proc.returncode, json.loads(proc.stdout)))
+    assert outcomes[0] == (0, {"score": 1.0, "reason": "Yes, it is correct."})
+    assert outcomes[1][0] == 3 and "no yes/no verdict" in outcomes[1][1]["reason"]
+    assert outcomes[2][0] == 3 and "cut off" in outcomes[2][1]["reason"]

@@ -131,6 +131,11 @@ def payload_for(entry: Entry) -> dict[str, Any]:
     }
 
 
+def token_limit(body: dict[str, Any]) -> int | None:
+    """The request's max tokens, under either of the Chat Completions API's names."""
+    return body.get("max_completion_tokens") or body.get("max_tokens")
+
+
 def reply_for(
     entry: Entry, body: dict[str, Any], first_room: int | None
 ) -> tuple[str, str, str | None]:
@@ -143,7 +148,7 @@ def reply_for(
             return FIXED_ATTRIBUTION, "stop", None
         if entry.call != "statements" and asks_statements:
             return FIXED_STATEMENTS, "stop", None
-    room = body.get("max_tokens") or body.get("max_completion_tokens")
+    room = token_limit(body)
     if entry.roomy_reply is not None and room and first_room and room > first_room:
         return entry.roomy_reply, "stop", None
     return entry.reply, entry.finish_reason, entry.refusal
@@ -199,7 +204,7 @@ class FakeJudge:
                 key = headers.get("authorization", "").removeprefix("Bearer ").strip()
                 entry = self.entries[key]
                 self.bodies[key].append(body)
-                self.first_room.setdefault(key, body.get("max_tokens"))
+                self.first_room.setdefault(key, token_limit(body))
                 answer = reply_for(entry, body, self.first_room[key])
                 data = json.dumps(chat_completion(*answer)).encode()
                 writer.write(

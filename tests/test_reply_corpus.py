@@ -87,10 +87,11 @@ def test_cut_off_replies_are_asked_again_with_more_room_and_never_read(corpus_ru
     for entry_id in ("cp-cut-then-room", "q-cut-then-room", "p-cut-then-room", "pq-cut-then-room"):
         bodies = seen[entry_id]
         assert len(bodies) == 2, entry_id
-        assert bodies[1]["max_tokens"] == 4 * bodies[0]["max_tokens"]
+        rooms = [reply_corpus.token_limit(body) for body in bodies]
+        assert rooms[0] and rooms[1] == 4 * rooms[0]
         assert by_id[entry_id].outcome == "read right"
     for entry_id in ("cp-cut-mid-string", "q-truncated-after-choice", "pq-truncated"):
-        rooms = [body["max_tokens"] for body in seen[entry_id]]
+        rooms = [reply_corpus.token_limit(body) for body in seen[entry_id]]
         assert rooms[1:] == [4 * rooms[0]], entry_id
         assert by_id[entry_id].outcome == "abstained right"
         assert "cut off" in by_id[entry_id].reason

@@ -1,20 +1,43 @@
-"""The JSON document a grader reads on stdin (protocol ``evalrun.grader/1``)."""
+"""The JSON document a grader reads on stdin (protocol ``evalrun.grader/1``).
+
+The payload is also a valid AgentV script-grader input (docs/grader-protocol.md, "AgentV
+compatibility"): ``criteria`` is always a string, ``input``/``expected_output``/``input_files``
+are always lists, and no message or tool call carries ``null`` where AgentV's SDK expects a value
+or no key at all.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from evalrun.spec.models import GraderSpec, Message, TestCase
+from evalrun.spec.models import GraderSpec, Message, TestCase, ToolCall
 
 PROTOCOL = "evalrun.grader/1"
 
 
 def message_dict(message: Message) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    """One message: ``content`` only when there is some, ``tool_calls`` only when non-empty."""
+    out: dict[str, Any] = {"role": message.role}
+    content = _content(message.content)
+    if content is not None:
+        out["content"] = content
     if message.tool_calls:
-        out["tool_calls"] = [
-            {"tool": c.tool, "input": c.input, "output": c.output} for c in message.tool_calls
-        ]
+        out["tool_calls"] = [_tool_call(c) for c in message.tool_calls]
+    return out
+
+
+def _content(value: Any) -> str | list[Any] | dict[str, Any] | None:
+    """Strings, content-part lists and structured objects pass; other scalars become text."""
+    if value is None or isinstance(value, (str, list, dict)):
+        return value
+    return json.dumps(value)
+
+
+def _tool_call(call: ToolCall) -> dict[str, Any]:
+    out: dict[str, Any] = {"tool": call.tool, "input": call.input, "output": call.output}
+    if call.id is not None:
+        out["id"] = call.id
     return out
 
 
@@ -41,12 +64,13 @@ def build_payload(
         "protocol": PROTOCOL,
         "case_id": case.id,
         "question": last_text(inputs, "user") or "",
-        "criteria": case.criteria,
+        "criteria": case.criteria or "",
         "input": [message_dict(m) for m in inputs],
         "output": output,
         "messages": transcript,
         "expected_output": [message_dict(m) for m in expected],
         "reference_answer": last_text(expected, "assistant"),
+        "input_files": list(case.input_files),
         "config": grader.config,
         "metadata": case.metadata,
         "grader": {"name": grader.name, "max_calls": access.max_calls if access else 0},

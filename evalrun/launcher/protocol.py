@@ -2,11 +2,13 @@
 
 exit 0 + JSON object  -> graded          exit 0 + plain text -> pass, score 1
 exit 3                -> unscored        non-zero + text, empty stderr -> fail, score 0
+non-zero + JSON       -> error, the JSON's own text as the reason (AgentV's rule)
 anything else (stderr on failure, timeout, crash, bad output) -> error
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -91,7 +93,7 @@ def interpret(
 
     if code == 0:
         if document is not None:
-            return _graded(base, document, forced_fail=False)
+            return _graded(base, document)
         if text.strip().startswith(("{", "[")):
             base.reason = "grader printed malformed JSON"
             return base
@@ -101,27 +103,27 @@ def interpret(
         base.status, base.score, base.passed, base.reason = "passed", 1.0, True, text.strip()
         return base
 
-    if not outcome.stderr_tail:
-        if document is not None:
-            return _graded(base, document, forced_fail=True)
-        if text.strip() and not text.strip().startswith(("{", "[")):
-            base.status, base.score, base.passed, base.reason = "failed", 0.0, False, text.strip()
-            return base
+    if document is not None:
+        base.reason = _document_text(document) or f"grader exited with status {code}"
+        with contextlib.suppress(OutputError):
+            base.checks = _checks(document.get("checks", document.get("assertions")))
+        return base
+    if not outcome.stderr_tail and text.strip() and not text.strip().startswith(("{", "[")):
+        base.status, base.score, base.passed, base.reason = "failed", 0.0, False, text.strip()
+        return base
     base.reason = f"grader exited with status {code}" + (
         f": {error_line(outcome.stderr_tail)}" if outcome.stderr_tail else ""
     )
     return base
 
 
-def _graded(base: GraderResult, document: dict[str, Any], *, forced_fail: bool) -> GraderResult:
+def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:
     try:
         _apply_output(base, document)
     except OutputError as exc:
         base.status = "error"
         base.reason = f"grader output breaks the contract: {exc}"
         return base
-    if forced_fail:
-        base.passed = False
     base.status = "passed" if base.passed else "failed"
     return base
 
@@ -151,7 +153,7 @@ def _apply_output(result: GraderResult, doc: dict[str, Any]) -> None:
             raise OutputError("needs 'score' (0..1), 'pass' or 'checks'")
     result.score = score
     result.passed = passed if passed is not None else score >= result.threshold
-    result.reason = str(doc.get("reason", doc.get("reasoning", "")) or "")
+    result.reason = str(doc.get("reason", doc.get("reasoning", "")) or "") or _checks_text(checks)
     result.hits = _strings(doc.get("hits"), "hits")
     result.misses = _strings(doc.get("misses"), "misses")
     result.checks = checks
@@ -176,10 +178,34 @@ def _checks(value: Any) -> list[dict[str, Any]]:
         }
         if isinstance(item.get("score"), (int, float)) and not isinstance(item["score"], bool):
             check["score"] = float(item["score"])
-        if item.get("reason") is not None:
-            check["reason"] = str(item["reason"])
+        for key in ("reason", "evidence"):
+            if item.get(key) is not None:
+                check[key] = item[key] if isinstance(item[key], str) else json.dumps(item[key])
         out.append(check)
     return out
+
+
+def _checks_text(checks: list[dict[str, Any]]) -> str:
+    """A reason made of the checks' own words: the failed ones, or all when none failed."""
+    chosen = [c for c in checks if not c["pass"]] or checks
+    parts = [f"{c['text']}: {c['reason']}" if c.get("reason") else c["text"] for c in chosen]
+    return "; ".join(p for p in parts if p)
+
+
+def _document_text(document: dict[str, Any]) -> str:
+    """What a grader that failed with a JSON document said: its reason, else its checks' text."""
+    reason = document.get("reason", document.get("reasoning", document.get("error")))
+    if isinstance(reason, str) and reason.strip():
+        return reason.strip()
+    texts = []
+    for item in document.get("checks", document.get("assertions")) or []:
+        if isinstance(item, dict):
+            text = " ".join(
+                str(item[k]) for k in ("text", "reason") if isinstance(item.get(k), str) and item[k]
+            )
+            if text:
+                texts.append(text)
+    return "; ".join(texts)
 
 
 def _strings(value: Any, key: str) -> list[str]:

@@ -89,6 +89,8 @@ def load_eval(path: Path) -> LoadedEval:
         tests_file, tests, tests_lines = _load_tests_file(path, spec.tests)
     if not tests:
         raise EvalFileError(f"{path}: the eval file has no tests")
+    for case in tests:
+        case.input_files = [str((path.parent / name).resolve()) for name in case.input_files]
     if not spec.graders:
         ungraded = list(islice((case.id for case in tests if not case.graders), 5))
         if ungraded:

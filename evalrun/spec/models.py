@@ -155,6 +155,7 @@ class TestCase(BaseModel):
     input: Conversation
     expected_output: Conversation | None = None
     output: Conversation | None = None
+    input_files: list[str] = Field(default_factory=list)
     graders: list[GraderSpec] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the verdicts a person gave, for ``evalrun calibrate`` (docs/judges.md)

@@ -121,10 +121,10 @@ def error_from_response(status: int, payload: Any, fallback_text: str = "") -> P
     body: dict[str, Any] = {}
     if isinstance(payload, dict):
         inner = payload.get("error")
-        if isinstance(inner, dict):
+        if isinstance(inner, dict):  # OpenAI's shape (the /v1 routes)
             body = inner
-        elif isinstance(inner, str):
-            body = {"message": inner}
+        elif isinstance(inner, str):  # AgentV's shape: the message, with code and extras beside
+            body = {**{k: v for k, v in payload.items() if k != "error"}, "message": inner}
         elif isinstance(payload.get("detail"), str):
             body = {"message": payload["detail"]}
     code = body.get("code") if isinstance(body.get("code"), str) else None

@@ -35,9 +35,9 @@ from evalrun.targets.base import (
 from proxy import openai_compat
 from proxy.grants import Grant, GrantRegistry
 from proxy.wire import (
+    AgentVErrorResponse,
     ChatCompletionRequest,
     ChatCompletionResponse,
-    ErrorResponse,
     InfoResponse,
     InvokeBatchRequest,
     InvokeBatchResponse,
@@ -67,7 +67,7 @@ Handler = Callable[[str | None, bytes], Awaitable[Reply]]
 
 
 class ProxyError(Exception):
-    """An error answer: HTTP status plus the contract's ``{"error": {code, message, ...}}``."""
+    """An error answer: HTTP status, a contract code, a message and extra fields (docs/proxy.md)."""
 
     def __init__(self, status: int, code: str, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -77,13 +77,12 @@ class ProxyError(Exception):
         self.extra = extra
 
     def reply(self, *, openai: bool = False) -> tuple[int, bytes]:
-        """The contract's error body, or OpenAI's (``{message, type, param, code}``) on /v1."""
+        """AgentV's shape on its routes, ``{"error": "<message>", "code": ..., ...extra}``, so
+        AgentV's SDKs show the text; OpenAI's (``{message, type, param, code}``) on /v1."""
         if openai:
             body = openai_compat.error_object(self.status, self.code, self.message, self.extra)
             return self.status, _dumps(body)
-        return self.status, _dumps(
-            {"error": {"code": self.code, "message": self.message, **self.extra}}
-        )
+        return self.status, _dumps({"error": self.message, "code": self.code, **self.extra})
 
 
 def _dumps(payload: Any) -> bytes:
@@ -104,7 +103,8 @@ def _parse(model: type[BaseModel], body: bytes) -> Any:
         return model.model_validate_json(body or b"null")
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+            f"{'.'.join(str(p) for p in e['loc']) or 'body'}: "
+            + e["msg"].removeprefix("Value error, ")
             for e in exc.errors(include_url=False, include_input=False)[:5]
         )
         raise ProxyError(400, "bad_request", f"invalid request body: {problems}") from None
@@ -306,9 +306,11 @@ class ProxyRoutes:
         return 200, _dumps(
             {
                 "targetName": grant.default_target,
+                "providerLabel": grant.default_target,
                 "callCount": grant.used,
                 "maxCalls": grant.max_calls,
                 "availableTargets": list(grant.allowed),
+                "availableProviderLabels": list(grant.allowed),
             }
         )
 
@@ -511,7 +513,7 @@ _SSE_EVENT = {
     "required": ["data"],
 }
 _ERRORS: dict[int | str, Any] = {
-    code: {"model": ErrorResponse, "description": what} for code, what in _ERROR_STATUSES
+    code: {"model": AgentVErrorResponse, "description": what} for code, what in _ERROR_STATUSES
 }
 #: the /v1 routes answer errors in OpenAI's shape
 _OPENAI_ERRORS: dict[int | str, Any] = {
@@ -637,8 +639,9 @@ def _openapi(
                 "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
             },
         }
-    target = models["InvokeRequest"]["properties"]["target"]
-    target["anyOf"] = [{"type": "string", "enum": list(target_names)}, {"type": "null"}]
+    for selector in ("target", "provider"):
+        prop = models["InvokeRequest"]["properties"][selector]
+        prop["anyOf"] = [{"type": "string", "enum": list(target_names)}, {"type": "null"}]
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     for operations in schema["paths"].values():
         for operation in operations.values():

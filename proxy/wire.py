@@ -1,14 +1,16 @@
 """The proxy's JSON wire format (docs/proxy.md): camelCase out, camelCase or snake_case in.
 
-These models are the proxy's only edge with graders, so they validate strictly enough to give
-a clear 400 and leniently enough (unknown keys ignored) that AgentV-era clients keep working.
+These models are the proxy's only edge with graders. On AgentV's routes a request key the proxy
+does not know is refused (400) rather than ignored, so a misspelt target selector can never fall
+back to the default target; AgentV's bookkeeping keys (``evalCaseId``, ``attempt``) are declared,
+accepted and ignored. The OpenAI routes ignore unknown keys, as OpenAI clients send many.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -32,14 +34,61 @@ class WireModel(BaseModel):
     )
 
 
-class InvokeRequest(WireModel):
+class StrictWireModel(WireModel):
+    """Refuses keys that are not a field (camelCase or snake_case), naming them and the fields;
+    the schema says so too (``additionalProperties: false``)."""
+
+    model_config = ConfigDict(
+        **WireModel.model_config, json_schema_extra={"additionalProperties": False}
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_keys_only(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        known = set().union(*({name, to_camel(name)} for name in cls.model_fields))
+        unknown = sorted(str(key) for key in data if key not in known)
+        if unknown:
+            allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
+            raise ValueError(
+                f"unknown field {', '.join(repr(k[:50]) for k in unknown[:5])} (known: {allowed})"
+            )
+        return data
+
+
+def _one_selector(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = False
+    schema["not"] = {
+        "required": ["target", "provider"],
+        "properties": {"target": {"type": "string"}, "provider": {"type": "string"}},
+    }
+
+
+class InvokeRequest(StrictWireModel):
+    """``provider`` (AgentV's current SDK) and ``target`` (AgentV 4.x) are the same selector;
+    send one. ``evalCaseId`` and ``attempt`` are AgentV's bookkeeping, accepted and ignored."""
+
+    model_config = ConfigDict(**WireModel.model_config, json_schema_extra=_one_selector)
+
     question: str
     system_prompt: str | None = None
     target: str | None = None
+    provider: str | None = Field(None, description="synonym of target")
     temperature: Temperature | None = None
     max_tokens: MaxTokens | None = None
     response_format: dict[str, Any] | None = None
     task: dict[str, Any] | None = None
+    eval_case_id: Any = Field(None, description="AgentV's bookkeeping; ignored")
+    attempt: Any = Field(None, description="AgentV's bookkeeping; ignored")
+
+    @model_validator(mode="after")
+    def _selector(self) -> InvokeRequest:
+        if self.provider is not None:
+            if self.target is not None:
+                raise ValueError("send 'target' or its synonym 'provider', not both")
+            self.target = self.provider
+        return self
 
 
 class OutputMessage(WireModel):
@@ -70,7 +119,7 @@ class InvokeResponse(WireModel):
     refusal: str | None
 
 
-class InvokeBatchRequest(WireModel):
+class InvokeBatchRequest(StrictWireModel):
     requests: list[InvokeRequest]
 
 
@@ -79,10 +128,15 @@ class InvokeBatchResponse(WireModel):
 
 
 class InfoResponse(WireModel):
+    """AgentV 4.x names (``targetName``, ``availableTargets``) and current ones (``providerLabel``,
+    ``availableProviderLabels``) carry the same values."""
+
     target_name: str
+    provider_label: str
     call_count: int
     max_calls: int
     available_targets: list[str]
+    available_provider_labels: list[str]
 
 
 class ErrorBody(BaseModel):
@@ -95,7 +149,19 @@ class ErrorBody(BaseModel):
 
 
 class ErrorResponse(BaseModel):
+    """The nested error shape (``{"error": {code, message, ...}}``)."""
+
     error: ErrorBody
+
+
+class AgentVErrorResponse(BaseModel):
+    """The error of AgentV's routes (``/invoke``, ``/invokeBatch``, ``/info``): the message is a
+    string, as AgentV's proxy sends it; ``code`` and any extra keys sit beside it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    error: str
+    code: str
 
 
 # OpenAI-compatible routes: snake_case is OpenAI's own wire format, so no aliasing here.

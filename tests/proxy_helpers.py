@@ -92,3 +92,22 @@ def client(proxy: JudgeProxy, token: str | None = None, **kwargs: Any) -> httpx.
 
 def run(scenario: Callable[[], Awaitable[T]]) -> T:
     return asyncio.run(scenario())  # type: ignore[arg-type]
+
+
+def error_body(reply: httpx.Response | bytes, path: str | None = None) -> dict[str, Any]:
+    """An error answer as ``{"code", "message", ...}``, checked to have its route's shape:
+    AgentV's flat ``{"error": "<message>", "code": ..., ...}`` on ``/invoke``, ``/invokeBatch``,
+    ``/info``; OpenAI's nested ``{"error": {"code", "message", ...}}`` under ``/v1``."""
+    import json
+
+    if isinstance(reply, httpx.Response):
+        path = path or reply.request.url.path
+        payload = json.loads(reply.content)
+    else:
+        payload = json.loads(reply)
+    if (path or "").startswith("/v1/"):
+        assert isinstance(payload.get("error"), dict), payload
+        return payload["error"]
+    assert isinstance(payload.get("error"), str), payload
+    assert isinstance(payload.get("code"), str), payload
+    return {**payload, "message": payload["error"]}

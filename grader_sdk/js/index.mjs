@@ -34,8 +34,8 @@ export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
 export const EXIT_ABSTAIN = 3;
 
-const URL_ENV = ['AGENTV_TARGET_PROXY_URL', 'EVALRUN_PROXY_URL'];
-const TOKEN_ENV = ['AGENTV_TARGET_PROXY_TOKEN', 'EVALRUN_PROXY_TOKEN'];
+const URL_ENV = ['AGENTV_TARGET_PROXY_URL', 'AGENTV_PROVIDER_PROXY_URL', 'EVALRUN_PROXY_URL'];
+const TOKEN_ENV = ['AGENTV_TARGET_PROXY_TOKEN', 'AGENTV_PROVIDER_PROXY_TOKEN', 'EVALRUN_PROXY_TOKEN'];
 const DEFAULT_TIMEOUT_MS = 600_000;
 const STDERR_TAIL = 4000;
 
@@ -120,8 +120,13 @@ const BY_STATUS = {
 export function errorFromResponse(status, payload, fallbackText = '') {
   let body = {};
   if (payload && typeof payload === 'object') {
-    if (payload.error && typeof payload.error === 'object') body = payload.error;
-    else if (typeof payload.error === 'string') body = { message: payload.error };
+    if (payload.error && typeof payload.error === 'object') {
+      body = payload.error; // OpenAI's shape (the /v1 routes)
+    } else if (typeof payload.error === 'string') {
+      // AgentV's shape: the message, with code and extra fields beside it
+      const { error, ...extra } = payload;
+      body = { ...extra, message: error };
+    }
     else if (typeof payload.detail === 'string') body = { message: payload.detail };
   }
   const code = typeof body.code === 'string' ? body.code : null;

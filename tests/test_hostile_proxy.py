@@ -14,7 +14,7 @@ import httpx
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.mock import MockTarget
-from tests.proxy_helpers import error_body, client, run, serve
+from tests.proxy_helpers import client, error_body, run, serve
 
 
 class CountingMock(MockTarget):

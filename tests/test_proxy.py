@@ -6,7 +6,7 @@ import asyncio
 import json
 
 import httpx
-from proxy_helpers import FakeTarget, error_body, client, run, serve
+from proxy_helpers import FakeTarget, client, error_body, run, serve
 
 from evalrun.results.models import ProxyUsage
 from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedRequest

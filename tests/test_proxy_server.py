@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from proxy_helpers import FakeTarget, error_body, client, run, serve
+from proxy_helpers import FakeTarget, client, error_body, run, serve
 
 from proxy import GrantRegistry, JudgeProxy
 

@@ -196,7 +196,7 @@ def test_the_agentv_evidence_field_is_kept(tmp_path: Path) -> None:
     result = launch(GraderSpec(name="agentv", command=command), case, "Paris!", tmp_path)
     assert (result.status, result.score) == ("passed", 0.5)
     assert result.checks == [
-        {"text": "1 of 2 criteria words in the output", "pass": True, "evidence": "paris"}
+        {"text": "1 of 2 reference words in the output", "pass": True, "evidence": "paris"}
     ]
 
 

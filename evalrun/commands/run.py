@@ -19,7 +19,8 @@ from evalrun.results.models import CaseResult
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.selection import parse_shard, select_cases
-from evalrun.spec.loader import EvalFileError, eval_json_schema, load_eval
+from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.schema import eval_json_schema, targets_json_schema
 from evalrun.suggest import closest
 from evalrun.targets import ConfigError, StoreOptions, load_targets, locate_targets_file
 from evalrun.yamlsource import SourceError
@@ -162,6 +163,8 @@ def run(
 
     try:
         loaded = load_eval(file)
+        for note in loaded.deprecations:
+            typer.echo(f"{note} (deprecated; still loads)", err=True)
         if resume is not None and not resume.is_dir():
             raise ConfigError(f"--resume: no run bundle at {resume}")
         only_ids = None
@@ -338,6 +341,8 @@ def _validate_one(
         loaded = load_eval(file)
     except EvalFileError as exc:
         return str(exc).splitlines()
+    for note in loaded.deprecations:
+        typer.echo(f"{note} (deprecated; still loads)", err=True)
     try:
         lookup = locate_targets_file(targets, loaded.folder)
         configured = load_targets(lookup.path)
@@ -361,9 +366,13 @@ def _validate_one(
     return line
 
 
-def schema() -> None:
-    """Print the JSON Schema of eval files (for editor validation)."""
-    json.dump(eval_json_schema(), sys.stdout, indent=2)
+def schema(
+    targets: bool = typer.Option(
+        False, "--targets", help="Print the schema of targets.yaml instead."
+    ),
+) -> None:
+    """Print the JSON Schema of eval files (for editor validation; docs/eval-files.md)."""
+    json.dump(targets_json_schema() if targets else eval_json_schema(), sys.stdout, indent=2)
     print()
 
 

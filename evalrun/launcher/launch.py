@@ -26,6 +26,7 @@ BUILTIN_MODULES = {
     "quality": "graders.quality",
     "pattern": "graders.pattern",
     "prompt-quality": "graders.prompt_quality",
+    "llm-rubric": "graders.llm_rubric",
 }
 
 

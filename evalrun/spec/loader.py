@@ -12,7 +12,8 @@ from typing import Any, overload
 from pydantic import ValidationError
 
 from evalrun.compact import repeated
-from evalrun.spec.agentv import normalize_case, normalize_eval
+from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
+from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
     LineMap,
@@ -40,6 +41,8 @@ class LoadedEval:
     #: The separate tests file (``tests: cases.jsonl``) and its line map, keyed by test index.
     tests_file: Path | None = None
     tests_lines: LineMap | JsonlLines = field(default_factory=dict)
+    #: ``file:line: key: message`` notes on keys that load but that AgentV has renamed.
+    deprecations: list[str] = field(default_factory=list)
 
     def where(self, loc: tuple[Any, ...]) -> str:
         """``file:line: key`` for a key path such as ``("tests", 2, "graders", 0, "command")``."""
@@ -73,7 +76,13 @@ def load_eval(path: Path) -> LoadedEval:
         raise EvalFileError(str(exc)) from None
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
-    data = normalize_eval(data, lines)
+    if is_current_format(data):
+        try:
+            data = map_current_format(data, lines, path.parent)
+        except CurrentFormatError as exc:
+            raise EvalFileError(_located(path, exc.problems, lines)) from None
+    notes: Notes = []
+    data = normalize_eval(data, lines, notes)
     try:
         spec = EvalFile.model_validate(data)
     except ValidationError as exc:
@@ -84,13 +93,12 @@ def load_eval(path: Path) -> LoadedEval:
         tests = spec.tests
         for i, case in enumerate(tests):
             case._line, case._index = lines.get(("tests", i)), i
+            case.input_files = [str((path.parent / f).resolve()) for f in case.input_files]
         _check_unique_ids(path, tests, lines, ("tests",))
     else:
         tests_file, tests, tests_lines = _load_tests_file(path, spec.tests)
     if not tests:
         raise EvalFileError(f"{path}: the eval file has no tests")
-    for case in tests:
-        case.input_files = [str((path.parent / name).resolve()) for name in case.input_files]
     if not spec.graders:
         ungraded = list(islice((case.id for case in tests if not case.graders), 5))
         if ungraded:
@@ -105,7 +113,22 @@ def load_eval(path: Path) -> LoadedEval:
         lines=lines,
         tests_file=tests_file,
         tests_lines=tests_lines,
+        deprecations=_located_list(path, notes, lines),
     )
+
+
+def _located_list(path: Path, problems: Notes, lines: LineMap) -> list[str]:
+    """``file:line: key: message`` for each problem, in line order."""
+    located = [(line_for(lines, key), key, message) for key, message in problems]
+    located.sort(key=lambda item: item[0] or 0)
+    return [
+        f"{f'{path}:{line}' if line else path}: {format_loc(key)}: {message}"
+        for line, key, message in located
+    ]
+
+
+def _located(path: Path, problems: Notes, lines: LineMap) -> str:
+    return "\n".join(dict.fromkeys(_located_list(path, problems, lines)))
 
 
 def _check_unique_ids(
@@ -282,10 +305,3 @@ def _prefix_index(message: str, index: int) -> str:
         else:
             out.append(f"{head}{sep}tests[{index}].{rest}")
     return "\n".join(out)
-
-
-def eval_json_schema() -> dict[str, Any]:
-    schema = EvalFile.model_json_schema(by_alias=True)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "evalrun eval file"
-    return schema

@@ -13,6 +13,7 @@ BUILTIN_SCRIPT_TYPES = (
     "quality",
     "pattern",
     "prompt-quality",
+    "llm-rubric",
 )
 
 

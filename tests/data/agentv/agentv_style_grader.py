@@ -4,7 +4,8 @@ It converts the stdin keys to camelCase and checks them as AgentV's SDK does bef
 (required ``criteria``, ``expectedOutput``, ``inputFiles``, ``input``; message roles; content a
 string, list or object and never null; tool calls with a string ``tool``). On a bad input it does
 what AgentV's graders do: print a JSON score of 0 saying "Evaluation failed: ..." and exit 1.
-On a good input it scores the share of the criteria's words found in the output.
+On a good input it scores the share of the reference's words (the criteria, else the expected
+output) found in the output.
 
     python agentv_style_grader.py [--style 4x|current] [--require KEY]
 
@@ -93,12 +94,24 @@ def check_input(data: Any, required: list[str]) -> dict[str, Any]:
     return data
 
 
+def reference(data: dict[str, Any]) -> str:
+    """The criteria, else the last expected message's text content."""
+    if data["criteria"].strip():
+        return data["criteria"]
+    for message in reversed(data["expectedOutput"]):
+        if isinstance(message.get("content"), str):
+            return message["content"]
+    return ""
+
+
 def grade(data: dict[str, Any]) -> tuple[float, str, str]:
-    words = re.findall(r"[a-z0-9]+", data["criteria"].lower())
     output = (data.get("output") or "").lower()
+    words = re.findall(r"[a-z0-9]+", reference(data).lower())
+    if not words:
+        return (1.0 if output else 0.0), "no reference to compare; scored on having an output", ""
     found = [w for w in words if w in output]
-    score = len(found) / len(words) if words else 0.0
-    return score, f"{len(found)} of {len(words)} criteria words in the output", " ".join(found)
+    score = len(found) / len(words)
+    return score, f"{len(found)} of {len(words)} reference words in the output", " ".join(found)
 
 
 def main() -> int:

@@ -1,0 +1,509 @@
+"""AgentV's current (promptfoo-style) eval format mapped onto evalrun's eval-file keys.
+
+``providers`` -> ``target``; ``defaults.grader`` -> ``judge``; ``prompts`` rendered with each
+test's ``vars`` -> ``input``; ``vars.expected_output`` -> ``expected_output``; ``assert`` ->
+``graders`` (plain strings become one ``llm-rubric`` grader, as AgentV groups them); the file's
+``assert`` and ``default_test`` apply to every test. The mapping runs before validation and keeps
+the line map in step, so errors still name the line they come from (docs/eval-files.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evalrun.yamlsource import LineMap
+
+#: Top-level and per-test keys only AgentV's current format has.
+CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults")
+CURRENT_TEST_KEYS = ("vars", "assert")
+
+_PLACEHOLDER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_0-9]+)*")
+
+#: AgentV assertion type -> (evalrun grader type, extra keys); see _map_assertion.
+_SAME_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "script", "llm-rubric")
+_RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
+
+
+class CurrentFormatError(Exception):
+    """Problems found while mapping, each with the path of the key it is about."""
+
+    def __init__(self, problems: list[tuple[tuple[Any, ...], str]]) -> None:
+        super().__init__("; ".join(message for _, message in problems))
+        self.problems = problems
+
+
+@dataclass
+class Prompt:
+    id: str
+    template: str | list[dict[str, Any]]
+    path: tuple[Any, ...]
+
+
+@dataclass
+class _Mapping:
+    data: dict[str, Any]
+    lines: LineMap
+    folder: Path
+    problems: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+    #: The line map as parsed: every copy reads from it, so moves never read moved lines.
+    source: LineMap = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.source = dict(self.lines)
+
+    def problem(self, path: tuple[Any, ...], message: str) -> None:
+        self.problems.append((path, message))
+
+    def copy_lines(self, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
+        """Give ``new`` (and everything under it) the parsed lines of ``old``."""
+        for key in [k for k in self.source if k[: len(old)] == old]:
+            self.lines[(*new, *key[len(old) :])] = self.source[key]
+
+
+def is_current_format(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if any(key in data for key in CURRENT_FILE_KEYS):
+        return True
+    tests = data.get("tests")
+    return isinstance(tests, list) and any(
+        isinstance(t, dict) and any(k in t for k in CURRENT_TEST_KEYS) for t in tests
+    )
+
+
+def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> dict[str, Any]:
+    """Rewrite ``data`` (a current-format eval file) into evalrun's keys, in place."""
+    m = _Mapping(data, lines, folder)
+    _map_providers(m)
+    _map_defaults(m)
+    prompts = _prompts(m)
+    default_test = data.pop("default_test", None)
+    default_vars: dict[str, Any] = {}
+    suite_asserts: list[tuple[tuple[Any, ...], Any]] = []
+    if isinstance(default_test, dict):
+        vars_ = default_test.get("vars")
+        if isinstance(vars_, dict):
+            default_vars = vars_
+        for i, item in enumerate(default_test.get("assert") or []):
+            suite_asserts.append((("default_test", "assert", i), item))
+        if isinstance(default_test.get("metadata"), dict):
+            data.setdefault("metadata", {}).update(default_test["metadata"])
+        for key in sorted(set(default_test) - {"vars", "assert", "metadata"}):
+            m.problem(("default_test", key), f"default_test.{key} is not supported by evalrun")
+    elif default_test is not None:
+        m.problem(
+            ("default_test",),
+            "default_test must be a mapping (file:// references are not supported)",
+        )
+    for i, item in enumerate(data.pop("assert", None) or []):
+        suite_asserts.append((("assert", i), item))
+    if suite_asserts:
+        graders = data.setdefault("graders", [])
+        if not isinstance(graders, list):
+            m.problem(("graders",), "graders must be a list")
+        else:
+            graders.extend(_map_assertions(m, suite_asserts, ("graders", len(graders)), {}))
+    tests = data.get("tests")
+    if isinstance(tests, str):
+        data["tests"] = tests.removeprefix("file://")
+    elif isinstance(tests, list):
+        data["tests"] = _map_tests(m, tests, prompts, default_vars)
+    if m.problems:
+        raise CurrentFormatError(m.problems)
+    return data
+
+
+# --- providers, defaults, prompts ----------------------------------------------------------------
+
+
+def _provider_name(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        if isinstance(value.get("label"), str):
+            return value["label"]
+        if isinstance(value.get("id"), str):
+            return value["id"]
+        if len(value) == 1:  # a provider map: {"openai:gpt-4": {label: ...}}
+            key, options = next(iter(value.items()))
+            if isinstance(options, dict) and isinstance(options.get("label"), str):
+                return options["label"]
+            return str(key)
+    return None
+
+
+def _map_providers(m: _Mapping) -> None:
+    if "providers" not in m.data:
+        return
+    providers = m.data.pop("providers")
+    listed = providers if isinstance(providers, list) else [providers]
+    names = [_provider_name(p) for p in listed]
+    if not names or any(n is None for n in names):
+        m.problem(("providers",), "providers: each entry needs a name (a string, label or id)")
+        return
+    if "target" in m.data:
+        m.problem(("target",), "give 'providers' or 'target', not both")
+        return
+    m.data["target"] = names[0]
+    m.copy_lines(("providers", 0) if isinstance(providers, list) else ("providers",), ("target",))
+    if len(names) > 1:
+        m.data.setdefault("metadata", {})["providers"] = names
+
+
+def _map_defaults(m: _Mapping) -> None:
+    defaults = m.data.pop("defaults", None)
+    if defaults is None:
+        return
+    if not isinstance(defaults, dict):
+        m.problem(("defaults",), "defaults must be a mapping")
+        return
+    for key, value in defaults.items():
+        if key == "grader" and isinstance(value, str):
+            if "judge" not in m.data:
+                m.data["judge"] = value
+                m.copy_lines(("defaults", "grader"), ("judge",))
+        elif key == "provider" and isinstance(value, str):
+            if "target" not in m.data:
+                m.data["target"] = value
+                m.copy_lines(("defaults", "provider"), ("target",))
+        elif key == "target":
+            m.problem(
+                ("defaults", "target"), "defaults.target has been removed: use defaults.provider"
+            )
+        else:
+            m.problem(("defaults", key), f"defaults.{key} is not supported by evalrun")
+
+
+def _prompts(m: _Mapping) -> list[Prompt]:
+    if "prompts" not in m.data:
+        return []
+    raw = m.data.pop("prompts")
+    listed = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, item in enumerate(listed):
+        path = ("prompts", i) if isinstance(raw, list) else ("prompts",)
+        prompt = _prompt(m, item, path, i)
+        if prompt is not None:
+            out.append(prompt)
+    return out
+
+
+def _prompt(m: _Mapping, item: Any, path: tuple[Any, ...], index: int) -> Prompt | None:
+    default_id = f"prompt-{index + 1}"
+    if isinstance(item, str):
+        if item.startswith("file://"):
+            return _prompt_file(m, item.removeprefix("file://"), default_id, path)
+        return Prompt(default_id, item, path)
+    if isinstance(item, list):
+        return Prompt(default_id, item, path)
+    if not isinstance(item, dict):
+        m.problem(path, "a prompt is a string, a list of messages or a mapping")
+        return None
+    prompt_id = str(item.get("id") or item.get("label") or default_id)
+    for key in ("raw", "prompt"):
+        if isinstance(item.get(key), (str, list)):
+            return Prompt(prompt_id, item[key], path)
+    for key in ("file", "path"):
+        if isinstance(item.get(key), str):
+            return _prompt_file(m, item[key].removeprefix("file://"), prompt_id, path)
+    m.problem(path, "a prompt mapping needs 'raw', 'prompt' or 'file'")
+    return None
+
+
+def _prompt_file(m: _Mapping, name: str, prompt_id: str, path: tuple[Any, ...]) -> Prompt | None:
+    file = (m.folder / name).resolve()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except OSError as exc:
+        m.problem(path, f"prompt file {name}: {exc.strerror or exc}")
+        return None
+    if file.suffix == ".json":
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            m.problem(path, f"prompt file {name}: not JSON ({exc})")
+            return None
+        if isinstance(value, (str, list)):
+            return Prompt(prompt_id, value, path)
+        m.problem(path, f"prompt file {name}: expected a string or a list of messages")
+        return None
+    return Prompt(prompt_id, text, path)
+
+
+# --- tests ---------------------------------------------------------------------------------------
+
+
+def _map_tests(
+    m: _Mapping, tests: list[Any], prompts: list[Prompt], default_vars: dict[str, Any]
+) -> list[Any]:
+    for key in [k for k in m.lines if len(k) > 1 and k[0] == "tests"]:
+        del m.lines[key]  # rebuilt below: a test's index changes when prompts expand it
+    out: list[Any] = []
+    for i, test in enumerate(tests):
+        path = ("tests", i)
+        if not isinstance(test, dict) or not any(k in test for k in CURRENT_TEST_KEYS):
+            m.copy_lines(path, ("tests", len(out)))
+            out.append(test)
+            continue
+        vars_ = _test_vars(m, test, default_vars, path)
+        if not prompts and "input" not in test and "input" not in vars_:
+            m.problem(path, "no input: give top-level 'prompts' (e.g. '{{ input }}') or vars.input")
+        uses = prompts or ([] if "input" in test else [Prompt("input", "{{ input }}", path)])
+        for prompt in uses or [None]:
+            new_path = ("tests", len(out))
+            case = _map_test(m, test, vars_, prompt, path, new_path, many=len(uses) > 1)
+            out.append(case)
+    return out
+
+
+def _test_vars(
+    m: _Mapping, test: dict[str, Any], default_vars: dict[str, Any], path: tuple[Any, ...]
+) -> dict[str, Any]:
+    own = test.get("vars", {})
+    if not isinstance(own, dict):
+        m.problem((*path, "vars"), "vars must be a mapping")
+        own = {}
+    merged = {**default_vars, **own}
+    # Var values may refer to other vars ({{ vars.person.name }}); one pass, as AgentV does.
+    return {
+        key: _render_value(m, value, merged, (*path, "vars", key)) for key, value in merged.items()
+    }
+
+
+def _map_test(
+    m: _Mapping,
+    test: dict[str, Any],
+    vars_: dict[str, Any],
+    prompt: Prompt | None,
+    old: tuple[Any, ...],
+    new: tuple[Any, ...],
+    *,
+    many: bool,
+) -> dict[str, Any]:
+    m.copy_lines(old, new)
+    handled = {"id", "vars", "assert", "metadata", "description", "threshold"}
+    # evalrun's own keys (input_files, output, criteria, ...) pass; unknown ones fail validation.
+    case: dict[str, Any] = {k: v for k, v in test.items() if k not in handled}
+    base_id = str(test.get("id") or f"test-{old[1] + 1}")
+    case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else base_id
+    if prompt is not None and "input" not in case:
+        case["input"] = _render_prompt(m, prompt, vars_, (*old, "vars"))
+        m.copy_lines(
+            (*old, "vars", "input") if "input" in vars_ else (*old, "vars"), (*new, "input")
+        )
+    if "expected_output" in vars_ and "expected_output" not in case:
+        case["expected_output"] = vars_["expected_output"]
+        m.copy_lines((*old, "vars", "expected_output"), (*new, "expected_output"))
+    strings = [item for item in test.get("assert") or [] if isinstance(item, str)]
+    rendered = [_render(m, s, vars_, (*old, "assert")) for s in strings]
+    if rendered:
+        case.setdefault("criteria", "\n".join(rendered))
+    items = [((*old, "assert", j), item) for j, item in enumerate(test.get("assert") or [])]
+    graders = _map_assertions(m, items, (*new, "graders", 0), vars_)
+    if graders:
+        case["graders"] = [*(case.get("graders") or []), *graders]
+    metadata = dict(test.get("metadata") or {})
+    if isinstance(test.get("description"), str):
+        metadata.setdefault("description", test["description"])
+    if vars_:
+        metadata.setdefault("vars", vars_)
+    if metadata:
+        case["metadata"] = metadata
+    threshold = test.get("threshold")
+    if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+        for grader in case.get("graders", []):
+            grader.setdefault("threshold", threshold)
+    return case
+
+
+def _map_assertions(
+    m: _Mapping,
+    items: list[tuple[tuple[Any, ...], Any]],
+    first: tuple[Any, ...],
+    vars_: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """AgentV's assertions as grader dicts; plain strings become one ``llm-rubric`` grader at the
+    first string's place, weighted by how many there are (as AgentV does)."""
+    out: list[dict[str, Any]] = []
+    strings: list[str] = []
+    rubric_at: int | None = None
+    base = first[:-1]
+    for path, item in items:
+        if isinstance(item, str):
+            strings.append(_render(m, item, vars_, path))
+            if rubric_at is None:
+                rubric_at = len(out)
+                out.append({})
+                m.copy_lines(path, (*base, first[-1] + rubric_at))
+            continue
+        grader = _map_assertion(m, item, path, vars_)
+        if grader is not None:
+            m.copy_lines(path, (*base, first[-1] + len(out)))
+            out.append(grader)
+    if rubric_at is not None:
+        out[rubric_at] = {
+            "name": "llm-rubric",
+            "type": "llm-rubric",
+            "config": {"rubric": strings},
+            "weight": float(len(strings)),
+        }
+    return out
+
+
+def _map_assertion(
+    m: _Mapping, item: Any, path: tuple[Any, ...], vars_: dict[str, Any]
+) -> dict[str, Any] | None:
+    if not isinstance(item, dict):
+        m.problem(path, "an assertion is a string or a mapping with 'type'")
+        return None
+    grader = dict(item)
+    kind = str(grader.get("type", "")).replace("_", "-")
+    if kind in _RENAMED_TYPES:
+        grader["type"] = kind = _RENAMED_TYPES[kind]
+    negate = kind.startswith("not-")
+    base_kind = kind[4:] if negate else kind
+    if "metric" in grader:
+        grader["name"] = grader.pop("metric")
+    elif kind not in _SAME_TYPES and kind:
+        grader.setdefault("name", kind)  # icontains-any, starts-with, ... stay told apart
+    if "min_score" in grader:
+        grader.setdefault("threshold", grader.pop("min_score"))
+    grader.pop("required", None)  # every evalrun grader gates its case already
+    if base_kind in ("contains-all", "icontains-all"):
+        grader["type"] = base_kind.removesuffix("-all")
+    elif base_kind in ("contains-any", "icontains-any", "starts-with", "ends-with"):
+        grader["type"] = "regex"
+        grader["value"] = _as_regex(base_kind, grader.get("value"))
+    elif negate and base_kind in _SAME_TYPES:
+        grader["type"] = base_kind
+    if negate:
+        grader["negate"] = True
+    if "value" in grader and isinstance(grader["value"], str) and grader["type"] != "regex":
+        grader["value"] = _render(m, grader["value"], vars_, (*path, "value"))
+    if grader.get("type") == "llm-rubric":
+        _llm_rubric(m, grader, path, vars_)
+    elif grader.get("type") == "script":
+        _script(m, grader, path)
+    return grader
+
+
+def _as_regex(kind: str, value: Any) -> str:
+    values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    alternatives = "|".join(re.escape(v) for v in values)
+    pattern = {"starts-with": "\\A(?:{})", "ends-with": "(?:{})\\s*\\Z"}.get(kind, "(?:{})")
+    flags = "(?i)" if kind.startswith("icontains") else ""
+    return flags + pattern.format(alternatives)
+
+
+def _llm_rubric(
+    m: _Mapping, grader: dict[str, Any], path: tuple[Any, ...], vars_: dict[str, Any]
+) -> None:
+    config = dict(grader.get("config") or {})
+    value = grader.pop("value", None)
+    for key in ("criteria", "prompt"):  # AgentV 4.x llm-grader spellings
+        if value is None and isinstance(grader.get(key), str):
+            value = grader.pop(key)
+    if isinstance(value, str):
+        config["rubric"] = [_render(m, value, vars_, (*path, "value"))]
+    elif isinstance(value, list):
+        config["rubric"] = [
+            _render(m, v if isinstance(v, str) else str(v.get("outcome", "")), vars_, path)
+            for v in value
+            if isinstance(v, (str, dict))
+        ]
+    provider = grader.pop("provider", None)
+    if isinstance(provider, str):
+        config["provider"] = provider
+        grader.setdefault("target", {"max_calls": 50, "allow": [provider]})
+    grader["config"] = config
+    grader.setdefault("name", "llm-rubric")
+
+
+def _script(m: _Mapping, grader: dict[str, Any], path: tuple[Any, ...]) -> None:
+    if "provider" in grader:
+        provider = grader.pop("provider")
+        if "target" in grader:
+            m.problem((*path, "provider"), "give 'provider' or 'target', not both")
+        else:
+            grader["target"] = provider
+            m.copy_lines((*path, "provider"), (*path, "target"))
+    if "timeout_ms" in grader and "timeout" not in grader:
+        value = grader.pop("timeout_ms")
+        grader["timeout"] = value / 1000 if isinstance(value, (int, float)) else value
+
+
+# --- templating ----------------------------------------------------------------------------------
+
+
+def _lookup(vars_: dict[str, Any], expression: str) -> tuple[bool, Any]:
+    name = expression.split("|", 1)[0].strip()
+    if not _NAME.fullmatch(name):
+        return False, None
+    parts = name.split(".")
+    if parts[0] == "vars" and len(parts) > 1 and parts[1] in vars_:
+        parts = parts[1:]
+    value: Any = vars_
+    for part in parts:
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return False, None
+    return True, value
+
+
+def _as_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _render(m: _Mapping, template: str, vars_: dict[str, Any], path: tuple[Any, ...]) -> str:
+    """``{{ name }}`` / ``{{ vars.a.b }}`` filled from vars in one pass; an unknown name is an
+    error (listing the vars there are), never an empty string."""
+
+    def fill(match: re.Match[str]) -> str:
+        found, value = _lookup(vars_, match.group(1))
+        if not found:
+            known = ", ".join(sorted(vars_)) or "none"
+            m.problem(path, f"'{{{{ {match.group(1)} }}}}' names no var (vars: {known})")
+            return match.group(0)
+        return _as_text(value)
+
+    return _PLACEHOLDER.sub(fill, template)
+
+
+def _render_value(m: _Mapping, value: Any, vars_: dict[str, Any], path: tuple[Any, ...]) -> Any:
+    if isinstance(value, str):
+        whole = _PLACEHOLDER.fullmatch(value.strip())
+        if whole:
+            found, inner = _lookup(vars_, whole.group(1))
+            if found and not isinstance(inner, str):
+                return inner
+        return _render(m, value, vars_, path)
+    if isinstance(value, list):
+        return [_render_value(m, v, vars_, path) for v in value]
+    if isinstance(value, dict):
+        return {k: _render_value(m, v, vars_, path) for k, v in value.items()}
+    return value
+
+
+def _render_prompt(
+    m: _Mapping, prompt: Prompt, vars_: dict[str, Any], path: tuple[Any, ...]
+) -> Any:
+    """A prompt that is exactly ``{{ x }}`` takes ``x`` as it is (a message list stays a list);
+    a chat prompt renders each message's content; any other prompt renders to one user message."""
+    template = prompt.template
+    if isinstance(template, str):
+        stripped = template.strip()
+        if stripped.startswith("[") and stripped.endswith("]"):
+            with contextlib.suppress(json.JSONDecodeError):
+                template = json.loads(stripped)
+    if isinstance(template, list):
+        return [_render_value(m, message, vars_, path) for message in template]
+    return _render_value(m, template, vars_, path)

@@ -1,0 +1,159 @@
+"""The published JSON Schemas (``evalrun schema``, ``evalrun schema --targets``) for editors.
+
+The eval-file schema is the models' own schema widened by the spellings the loader maps before
+validation (AgentV 4.x and AgentV's current format, docs/eval-files.md), so an editor accepts
+every file ``evalrun validate`` accepts. It may accept a little more; ``validate`` has the last
+word. Committed copies live in docs/schemas/ (a test keeps them equal to these).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from evalrun.spec.models import EvalFile
+from evalrun.targets.config import TargetsFile
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+EVAL_SCHEMA_ID = "eval.schema.json"
+TARGETS_SCHEMA_ID = "targets.schema.json"
+
+_ANY_OBJECT = {"type": "object", "additionalProperties": True}
+_COMMAND = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
+_PROVIDER = {
+    "description": "AgentV: the target(s) that answer each case; the first one is used",
+    "anyOf": [
+        {"type": "string"},
+        _ANY_OBJECT,
+        {"type": "array", "minItems": 1, "items": {"anyOf": [{"type": "string"}, _ANY_OBJECT]}},
+    ],
+}
+_PROMPT = {
+    "anyOf": [
+        {"type": "string"},
+        {"type": "array", "items": _ANY_OBJECT},
+        {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "label": {"type": "string"},
+                "raw": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+                "prompt": {"anyOf": [{"type": "string"}, {"type": "array"}]},
+                "file": {"type": "string"},
+                "path": {"type": "string"},
+            },
+        },
+    ]
+}
+_ASSERTIONS = {
+    "type": "array",
+    "description": "AgentV: assertions; a plain string is an llm-rubric item",
+    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}]},
+}
+_CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
+
+
+def eval_json_schema() -> dict[str, Any]:
+    schema = EvalFile.model_json_schema(by_alias=True)
+    defs = schema["$defs"]
+    _widen_grader(defs["GraderSpec"])
+    _widen_test(defs["TestCase"])
+    props = schema["properties"]
+    graders = copy.deepcopy(props["graders"])
+    tests = copy.deepcopy(props["tests"])
+    props.update(
+        {
+            "$schema": {"type": "string"},
+            # AgentV 4.x
+            "eval_cases": tests,
+            "evalcases": tests,
+            "assertions": graders,
+            "evaluators": graders,
+            "execution": {"type": "object", "properties": {"target": {"type": "string"}}},
+            # AgentV's current format
+            "providers": _PROVIDER,
+            "prompts": {"anyOf": [_PROMPT, {"type": "array", "minItems": 1, "items": _PROMPT}]},
+            "assert": _ASSERTIONS,
+            "default_test": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "vars": _ANY_OBJECT,
+                    "assert": _ASSERTIONS,
+                    "metadata": _ANY_OBJECT,
+                },
+            },
+            "defaults": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"provider": {"type": "string"}, "grader": {"type": "string"}},
+            },
+        }
+    )
+    props["graders"]["items"] = _ASSERTIONS["items"]
+    schema.pop("required", None)
+    schema["anyOf"] = [{"required": [key]} for key in ("tests", "eval_cases", "evalcases")]
+    return _published(
+        schema,
+        EVAL_SCHEMA_ID,
+        "evalrun eval file",
+        "An evalrun eval file; AgentV 4.x and AgentV's current spellings are accepted too.",
+    )
+
+
+def _widen_test(test: dict[str, Any]) -> None:
+    test["required"] = []  # id and input may come from vars and prompts (AgentV current)
+    graders = copy.deepcopy(test["properties"]["graders"])
+    graders["items"] = _ASSERTIONS["items"]
+    test["properties"].update(
+        {
+            "graders": graders,
+            "assertions": graders,
+            "evaluators": graders,
+            "expected_outcome": {"type": "string"},
+            "input_messages": _CONVERSATION,
+            "expected_messages": _CONVERSATION,
+            "expectedOutput": _CONVERSATION,
+            "vars": _ANY_OBJECT,
+            "assert": _ASSERTIONS,
+            "description": {"type": "string"},
+            "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+        }
+    )
+    test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+
+
+def _widen_grader(grader: dict[str, Any]) -> None:
+    grader["properties"].update(
+        {
+            "script": _COMMAND,
+            "max_calls": {"type": "integer", "minimum": 0},
+            "metric": {"type": "string"},
+            "provider": {
+                "anyOf": [{"type": "string"}, {"type": "boolean"}, {"$ref": "#/$defs/TargetAccess"}]
+            },
+            "min_score": {"type": "number", "minimum": 0, "maximum": 1},
+            "required": {"type": "boolean"},
+            "timeout_ms": {"type": "number", "exclusiveMinimum": 0},
+            "criteria": {"type": "string"},
+            "prompt": {"type": "string"},
+        }
+    )
+    grader["properties"]["value"] = {}
+
+
+def targets_json_schema() -> dict[str, Any]:
+    schema = TargetsFile.model_json_schema(by_alias=True)
+    return _published(
+        schema,
+        TARGETS_SCHEMA_ID,
+        "evalrun targets.yaml",
+        "Named targets (providers) an eval file and --target refer to (docs/targets.md).",
+    )
+
+
+def _published(schema: dict[str, Any], schema_id: str, title: str, what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"$schema": DRAFT, "$id": schema_id}
+    out.update(schema)
+    out.update(title=title, description=what)
+    return out

@@ -1,0 +1,121 @@
+"""LLM rubric: does the answer meet each rubric item? One judge verdict per item.
+
+This is what an AgentV ``llm-rubric`` assertion (or a plain string under ``assert:``) becomes in
+evalrun (docs/eval-files.md, "AgentV's current format"). ``config.rubric`` lists the items (a
+string is one item); with none, the test's ``criteria`` is the one item. The score is the mean
+of the items' scores; a reply that cannot be read makes the grader abstain, never a silent 0.
+
+    python -m graders.llm_rubric < payload.json     # config: {rubric: ["Names Paris"]}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from grader_sdk import Abstain, GraderInput, parse_json_reply, script_grader
+from graders._judgekit import as_number, clamp, judge_client, send_batch, truncate_middle
+
+SYSTEM_PROMPT = (
+    "You grade one answer against one rubric item. The item passes when the answer does what "
+    "the item asks; judge only that item, not the answer's other qualities. "
+    'Reply with one JSON object and nothing else: {"pass": true or false, '
+    '"score": <number from 0 to 1, how fully the item is met>, "reason": "<one short sentence>"}'
+)
+
+
+def rubric_items(inp: GraderInput) -> list[str]:
+    value = inp.config.get("rubric", inp.config.get("value"))
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    items = [str(item).strip() for item in items if str(item).strip()]
+    if not items and inp.criteria and inp.criteria.strip():
+        items = [inp.criteria.strip()]
+    return items
+
+
+def build_request(inp: GraderInput, item: str, answer: str) -> dict[str, Any]:
+    parts = [f"<rubric_item>\n{item}\n</rubric_item>"]
+    if inp.question:
+        parts.append(f"<question>\n{truncate_middle(inp.question, 4_000, 3_500, 400)}\n</question>")
+    if inp.reference_answer:
+        parts.append(f"<reference_answer>\n{inp.reference_answer}\n</reference_answer>")
+    parts.append(f"<answer>\n{truncate_middle(answer)}\n</answer>")
+    request: dict[str, Any] = {
+        "question": "\n\n".join(parts),
+        "systemPrompt": SYSTEM_PROMPT,
+        "temperature": 0,
+        "task": {"kind": "rubric", "item": item, "answer": answer},
+    }
+    provider = inp.config.get("provider")
+    if isinstance(provider, str) and provider:
+        request["target"] = provider
+    return request
+
+
+def _as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return {"true": True, "yes": True, "pass": True, "false": False, "no": False}.get(
+            value.strip().lower()
+        )
+    return None
+
+
+def read_verdict(text: str) -> tuple[bool, float, str] | None:
+    """(pass, score, reason) from a judge reply, or None when it cannot be read."""
+    parsed = parse_json_reply(text)
+    if isinstance(parsed, list):
+        parsed = next((item for item in parsed if isinstance(item, dict)), None)
+    if not isinstance(parsed, dict):
+        return None
+    passed = _as_bool(parsed.get("pass", parsed.get("passed", parsed.get("verdict"))))
+    score = as_number(parsed.get("score"))
+    if score is not None and score > 1:
+        score = None
+    if passed is None and score is None:
+        return None
+    if score is None:
+        score = 1.0 if passed else 0.0
+    if passed is None:
+        passed = score >= 0.5
+    reason = str(parsed.get("reason", parsed.get("reasoning", "")) or "")
+    return passed, clamp(score, 0.0, 1.0), reason
+
+
+def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
+    items = rubric_items(inp)
+    if not items:
+        raise Abstain("no rubric: give the assertion a value or the test criteria")
+    if inp.output is None:
+        raise Abstain("there is no answer to grade")
+    replies = send_batch(
+        client, [build_request(inp, item, inp.output) for item in items], inp.max_calls
+    )
+    checks = []
+    unreadable = []
+    for item, reply in zip(items, replies, strict=True):
+        verdict = read_verdict(reply.raw_text)
+        if verdict is None:
+            unreadable.append(item)
+            continue
+        passed, score, reason = verdict
+        checks.append({"text": item, "pass": passed, "score": score, "reason": reason})
+    if unreadable:
+        raise Abstain(
+            f"the judge's verdict on {len(unreadable)} of {len(items)} rubric items could not "
+            f"be read: {'; '.join(unreadable)[:300]}"
+        )
+    score = sum(c["score"] for c in checks) / len(checks)
+    failed = [c for c in checks if not c["pass"]]
+    reason = "; ".join(f"{c['text']}: {c['reason']}" for c in failed or checks if c["reason"])
+    return {
+        "score": score,
+        "reason": reason or f"{len(checks) - len(failed)} of {len(checks)} rubric items met",
+        "checks": checks,
+    }
+
+
+@script_grader
+def main(inp: GraderInput) -> dict[str, Any]:
+    """Runs at once under ``python -m graders.llm_rubric``; importing only defines it."""
+    return evaluate(inp, judge_client())

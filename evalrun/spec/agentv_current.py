@@ -293,7 +293,7 @@ def _map_test(
     base_id = str(test.get("id") or f"test-{old[1] + 1}")
     case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else base_id
     if prompt is not None and "input" not in case:
-        case["input"] = _render_prompt(m, prompt, vars_, (*old, "vars"))
+        case["input"] = _render_prompt(m, prompt, vars_, prompt.path)
         m.copy_lines(
             (*old, "vars", "input") if "input" in vars_ else (*old, "vars"), (*new, "input")
         )

@@ -16,6 +16,7 @@ from tests.conftest import ROOT, read_bundle, run_cli
 
 FIXTURES = ROOT / "tests" / "data" / "agentv" / "evals"
 PAIRS = [("rag-4x", "rag-current"), ("checks-4x", "checks-current")]
+BUNDLES: dict[str, Path] = {}
 
 
 def write(tmp_path: Path, body: str, name: str = "suite.eval.yaml") -> Path:
@@ -45,6 +46,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, list[
         result = run_cli(str(FIXTURES / f"{name}.eval.yaml"), "--out", str(bundle), "-q")
         assert result.returncode in (0, 1), result.stdout + result.stderr
         out[name] = (result.returncode, outcome(bundle))
+        BUNDLES[name] = bundle
     return out
 
 
@@ -86,6 +88,19 @@ def test_the_checks_fixture_maps_every_assertion_type(runs) -> None:
         "regex",
     }
     assert by_id["order-json"][1] == "passed"
+
+
+def test_reports_show_the_checks_evidence(runs) -> None:
+    bundle = BUNDLES["checks-current"]
+    rows, _ = read_bundle(bundle)
+    greet = next(row for row in rows if row["id"] == "greet")
+    style = next(g for g in greet["graders"] if g["name"] == "agentv_style")
+    assert style["checks"][0]["evidence"] == "hello ada"
+    markdown = (bundle / "report.md").read_text()
+    assert "| Check | Pass | Score | Reason | Evidence |" in markdown
+    assert "| hello ada |" in markdown
+    html = (bundle / "report.html").read_text()
+    assert "<td>hello ada</td>" in html and ">Evidence<" in html
 
 
 def test_current_format_maps_onto_the_models() -> None:

@@ -331,19 +331,22 @@ def _list(title: str, items: list[str], cls: str) -> str:
 def _checks(grader: GraderResult) -> str:
     if not grader.checks:
         return ""
+    evidence = any(check.get("evidence") for check in grader.checks)
     rows = []
     for check in grader.checks:
         ok = bool(check.get("pass"))
         score = check.get("score")
+        extra = f"<td>{e(check.get('evidence', ''))}</td>" if evidence else ""
         rows.append(
             f'<tr class="{"pass" if ok else "fail"}"><td>{e(check.get("text", ""))}</td>'
             f"<td>{'pass' if ok else 'fail'}</td>"
             f"<td class=num>{e(fmt.score(score if isinstance(score, (int, float)) else None))}"
-            f"</td><td>{e(check.get('reason', ''))}</td></tr>"
+            f"</td><td>{e(check.get('reason', ''))}</td>{extra}</tr>"
         )
-    return "<h5>Checks</h5>" + _table(
-        [_th("Check"), _th("Result"), _th("Score"), _th("Reason")], rows, cls="checks"
-    )
+    headers = [_th("Check"), _th("Result"), _th("Score"), _th("Reason")]
+    if evidence:
+        headers.append(_th("Evidence"))
+    return "<h5>Checks</h5>" + _table(headers, rows, cls="checks")
 
 
 def _grader_card(grader: GraderResult) -> str:

@@ -176,16 +176,19 @@ def _grader_detail(grader: GraderResult) -> list[str]:
     if lines:
         lines.append("")
     if grader.checks:
+        evidence = any(ch.get("evidence") for ch in grader.checks)
         rows = [
             [
                 cell(ch.get("text", "")),
                 "✅" if ch.get("pass") else "❌",
                 fmt.score(ch.get("score") if isinstance(ch.get("score"), (int, float)) else None),
                 cell(ch.get("reason", "") or " "),
+                *([cell(ch.get("evidence", "") or " ")] if evidence else []),
             ]
             for ch in grader.checks
         ]
-        lines += _table(["Check", "Pass", "Score", "Reason"], rows, "llrl")
+        headers = ["Check", "Pass", "Score", "Reason", *(["Evidence"] if evidence else [])]
+        lines += _table(headers, rows, "llrl" + ("l" if evidence else ""))
     if grader.stderr_tail:
         lines += [pre(grader.stderr_tail), ""]
     if not lines:

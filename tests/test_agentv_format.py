@@ -134,10 +134,12 @@ def test_4x_spellings_load_with_deprecation_notes_naming_the_replacement() -> No
     assert loaded.spec.target == "sut"
     notes = "\n".join(loaded.deprecations)
     path = FIXTURES / "rag-4x.eval.yaml"
-    assert f"{path}:12: tests: 'eval_cases' is AgentV 4.x's name: AgentV now uses 'tests'" in notes
-    assert "'execution.target' is AgentV 4.x's: AgentV now uses 'providers'" in notes
-    assert "type 'llm-grader' is AgentV 4.x's: AgentV now uses 'llm-rubric'" in notes
-    assert "type 'code-grader' is AgentV 4.x's: AgentV now uses 'script'" in notes
+    assert f"{path}:12: eval_cases: AgentV 4.x's name: AgentV now uses 'tests'" in notes
+    assert f"{path}:6: execution.target: AgentV 4.x's key: AgentV now uses 'providers'" in notes
+    assert f"{path}:10: graders[0].script: AgentV 4.x's key: AgentV now uses 'command'" in notes
+    assert "tests[0].graders[0].type: 'llm-grader' is AgentV 4.x's type: AgentV now uses" in notes
+    assert "graders[0].type: 'code-grader' is AgentV 4.x's type: AgentV now uses 'script'" in notes
+    assert "tests[0].input_messages: AgentV 4.x's name" in notes
     result = run_cli("validate", str(path))
     assert result.returncode == 0
     assert "(deprecated; still loads)" in result.stderr

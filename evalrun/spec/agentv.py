@@ -54,9 +54,7 @@ def _renamed(
 ) -> None:
     for old, (new, current) in keys.items():
         if rename_key(data, old, new, path, lines):
-            notes.append(
-                ((*path, new), f"'{old}' is AgentV 4.x's name: AgentV now uses '{current}'")
-            )
+            notes.append(((*path, old), f"AgentV 4.x's name: AgentV now uses '{current}'"))
 
 
 def normalize_eval(data: Any, lines: LineMap, notes: Notes | None = None) -> Any:
@@ -68,9 +66,7 @@ def normalize_eval(data: Any, lines: LineMap, notes: Notes | None = None) -> Any
         data["target"] = execution["target"]
         if ("execution", "target") in lines:
             lines[("target",)] = lines[("execution", "target")]
-        notes.append(
-            (("target",), "'execution.target' is AgentV 4.x's: AgentV now uses 'providers'")
-        )
+        notes.append((("execution", "target"), "AgentV 4.x's key: AgentV now uses 'providers'"))
     _renamed(data, _FILE_KEYS, (), lines, notes)
     for i, grader in enumerate(data.get("graders") or []):
         _normalize_grader(grader, ("graders", i), lines, notes)
@@ -97,12 +93,12 @@ def _normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap, notes:
     if not isinstance(grader, dict):
         return
     if rename_key(grader, "script", "command", path, lines):
-        notes.append(((*path, "command"), "'script' is AgentV 4.x's: AgentV now uses 'command'"))
+        notes.append(((*path, "script"), "AgentV 4.x's key: AgentV now uses 'command'"))
     kind = grader.get("type")
     kind = kind.replace("_", "-") if isinstance(kind, str) else None
     if kind in _SCRIPT_TYPES:
         grader["type"] = "script"
-        notes.append(((*path, "type"), f"type '{kind}' is AgentV 4.x's: AgentV now uses 'script'"))
+        notes.append(((*path, "type"), f"'{kind}' is AgentV 4.x's type: AgentV now uses 'script'"))
     elif kind in _RUBRIC_TYPES:
         grader["type"] = "llm-rubric"
         config = grader.setdefault("config", {})
@@ -110,7 +106,7 @@ def _normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap, notes:
             if isinstance(grader.get(key), str) and isinstance(config, dict):
                 config.setdefault("rubric", [grader.pop(key)])
         notes.append(
-            ((*path, "type"), f"type '{kind}' is AgentV 4.x's: AgentV now uses 'llm-rubric'")
+            ((*path, "type"), f"'{kind}' is AgentV 4.x's type: AgentV now uses 'llm-rubric'")
         )
     # AgentV allows `target: {max_calls: N}` and also a bare `max_calls` beside it.
     if "max_calls" in grader and "target" not in grader:

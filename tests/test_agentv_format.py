@@ -314,7 +314,11 @@ def test_the_targets_schema_accepts_the_shipped_targets_files() -> None:
 @pytest.mark.parametrize(("name", "args"), [("eval", ()), ("targets", ("--targets",))])
 def test_the_committed_schemas_are_what_the_cli_prints(name: str, args: tuple[str, ...]) -> None:
     committed = json.loads((ROOT / "docs" / "schemas" / f"{name}.schema.json").read_text())
-    assert committed == published(*args)
+    flag = " ".join(args)
+    assert committed == published(*args), (
+        f"docs/schemas/{name}.schema.json is stale: regenerate it with "
+        f"`python -m evalrun schema {flag} > docs/schemas/{name}.schema.json`"
+    )
 
 
 def test_example_eval_files_point_editors_at_the_schema() -> None:

@@ -305,14 +305,16 @@ def _map_test(
     if rendered:
         case.setdefault("criteria", "\n".join(rendered))
     items = [((*old, "assert", j), item) for j, item in enumerate(test.get("assert") or [])]
-    graders = _map_assertions(m, items, (*new, "graders", 0), vars_)
+    own = case.get("graders") if isinstance(case.get("graders"), list) else []
+    graders = _map_assertions(m, items, (*new, "graders", len(own)), vars_)
     if graders:
-        case["graders"] = [*(case.get("graders") or []), *graders]
+        case["graders"] = [*own, *graders]
     metadata = dict(test.get("metadata") or {})
     if isinstance(test.get("description"), str):
         metadata.setdefault("description", test["description"])
-    if vars_:
-        metadata.setdefault("vars", vars_)
+    shown = {k: v for k, v in vars_.items() if k not in ("input", "expected_output")}
+    if shown:
+        metadata.setdefault("vars", shown)  # input and expected_output are in the case already
     if metadata:
         case["metadata"] = metadata
     threshold = test.get("threshold")

@@ -91,6 +91,10 @@ class InvokeRequest(StrictWireModel):
         return self
 
 
+class InvokeBatchRequest(StrictWireModel):
+    requests: list[InvokeRequest]
+
+
 class OutputMessage(WireModel):
     role: Literal["assistant"] = "assistant"
     content: str
@@ -117,10 +121,6 @@ class InvokeResponse(WireModel):
     latency_ms: float
     finish_reason: FinishReason
     refusal: str | None
-
-
-class InvokeBatchRequest(StrictWireModel):
-    requests: list[InvokeRequest]
 
 
 class InvokeBatchResponse(WireModel):

@@ -70,12 +70,13 @@ def test_provider_is_a_synonym_of_target_and_never_falls_back_to_the_default() -
                     "/invoke", json={"question": "q", "provider": "other"}
                 )
                 assert by_provider.status_code == 200 and by_provider.json()["target"] == "other"
-                same = {"question": "q", "provider": "other", "target": "other"}
-                assert (await http.post("/invoke", json=same)).json()["target"] == "other"
+                with_null = {"question": "q", "provider": "other", "target": None}
+                assert (await http.post("/invoke", json=with_null)).json()["target"] == "other"
                 refused = [
                     {"question": "q", "provider": "missing"},
                     {"question": "q", "provider": ""},
                     {"question": "q", "provider": "other", "target": "judge"},
+                    {"question": "q", "provider": "other", "target": "other"},
                     {"question": "q", "model": "other"},
                     {"question": "q", "targetName": "other"},
                     {"question": "q", "provder": "other"},
@@ -106,6 +107,8 @@ def test_unknown_field_message_names_it_and_the_known_ones() -> None:
                 message = error_body(reply)["message"]
                 assert "unknown field 'model'" in message
                 assert "provider" in message and "target" in message and "evalCaseId" in message
+                both = {"question": "q", "provider": "judge", "target": "judge"}
+                assert "not both" in error_body(await http.post("/invoke", json=both))["message"]
             assert grant.used == 0
 
     run(scenario)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from grader_sdk import Abstain, GraderInput, parse_json_reply, script_grader
-from graders._judgekit import as_number, clamp, judge_client, send_batch, truncate_middle
+from grader_sdk.replies import Reading
+from graders._judgekit import judge_client, send_batch, truncate_middle
 
 SYSTEM_PROMPT = (
     "You grade one answer against one rubric item. The item passes when the answer does what "
@@ -51,6 +52,20 @@ def build_request(inp: GraderInput, item: str, answer: str) -> dict[str, Any]:
     return request
 
 
+def _number(value: Any) -> float | None:
+    """A finite number from a JSON value: 0.5 or "0.5"; booleans are not numbers."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
+        return float(value)
+    return None
+
+
 def _as_bool(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
@@ -69,7 +84,7 @@ def read_verdict(text: str) -> tuple[bool, float, str] | None:
     if not isinstance(parsed, dict):
         return None
     passed = _as_bool(parsed.get("pass", parsed.get("passed", parsed.get("verdict"))))
-    score = as_number(parsed.get("score"))
+    score = _number(parsed.get("score"))
     if score is not None and score > 1:
         score = None
     if passed is None and score is None:
@@ -79,7 +94,14 @@ def read_verdict(text: str) -> tuple[bool, float, str] | None:
     if passed is None:
         passed = score >= 0.5
     reason = str(parsed.get("reason", parsed.get("reasoning", "")) or "")
-    return passed, clamp(score, 0.0, 1.0), reason
+    return passed, min(max(score, 0.0), 1.0), reason
+
+
+def _reading(text: str) -> Reading:
+    verdict = read_verdict(text)
+    if verdict is None:
+        return Reading(problem="no pass/score verdict in the reply", raw=text)
+    return Reading(verdict, raw=text)
 
 
 def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
@@ -88,17 +110,16 @@ def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
         raise Abstain("no rubric: give the assertion a value or the test criteria")
     if inp.output is None:
         raise Abstain("there is no answer to grade")
-    replies = send_batch(
-        client, [build_request(inp, item, inp.output) for item in items], inp.max_calls
+    readings = send_batch(
+        client, [build_request(inp, item, inp.output) for item in items], inp.max_calls, _reading
     )
     checks = []
     unreadable = []
-    for item, reply in zip(items, replies, strict=True):
-        verdict = read_verdict(reply.raw_text)
-        if verdict is None:
+    for item, reading in zip(items, readings, strict=True):
+        if not reading.ok:
             unreadable.append(item)
             continue
-        passed, score, reason = verdict
+        passed, score, reason = reading.value
         checks.append({"text": item, "pass": passed, "score": score, "reason": reason})
     if unreadable:
         raise Abstain(

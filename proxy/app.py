@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from evalrun.safetext import repair
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -87,7 +88,11 @@ class ProxyError(Exception):
 
 
 def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # targets repair their text; this keeps any other path answering
+        return repair(text)[0].encode()
 
 
 def _bearer(header: str | None) -> str | None:
@@ -274,6 +279,7 @@ class ProxyRoutes:
                 replayed=response.replayed,
                 cost_usd=response.cost_usd,
                 panel=response.panel,
+                repaired=response.repaired,
             )
             return response, latency
         self.registry.record(

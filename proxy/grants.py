@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrun.safetext import repaired_note
+
 #: Secrets shorter than this are not redacted: replacing every "a" would destroy the record.
 MIN_SECRET_LENGTH = 4
 REDACTED = "***"
@@ -191,6 +193,7 @@ class GrantRegistry:
         replayed: bool = False,
         cost_usd: float | None = None,
         panel: dict[str, Any] | None = None,
+        repaired: int = 0,
     ) -> None:
         """Account one finished call and keep a redacted copy of its prompt and response."""
         grant.latency_ms += latency_ms
@@ -219,6 +222,8 @@ class GrantRegistry:
             entry["error_code"] = error_code
         if panel is not None:
             entry["panel"] = redact.any(panel, grant.token)
+        if repaired:
+            entry["warnings"] = [repaired_note(repaired, "the judge's reply")]
         grant.records.append(entry)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from evalrun.launcher.process import ProcessOutcome
 from evalrun.results.models import GraderResult
+from evalrun.safetext import repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
 REASON_CHARS = 300
@@ -81,6 +82,10 @@ def interpret(
         base.reason = "grader output is not valid UTF-8"
         return base
     document = _json_object(text)
+    if document is not None:
+        document, replaced = repair_json(document)
+        if replaced:
+            base.warnings.append(repaired_note(replaced, "grader output"))
 
     if code == ABSTAIN_EXIT:
         base.status = "unscored"

@@ -37,6 +37,8 @@ class GraderResult:
     exit_code: int | None = None
     stderr_tail: str = ""
     proxy: ProxyUsage | None = None
+    #: what evalrun changed or noticed in the grader's output (e.g. text it had to repair)
+    warnings: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GraderResult:
@@ -61,6 +63,8 @@ class CaseResult:
     #: The line the case starts on in the file its tests come from (``tests_file`` in the
     #: summary), so CI annotations can point at it.
     line: int | None = None
+    #: what evalrun changed or noticed in the target's answer (e.g. text it had to repair)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

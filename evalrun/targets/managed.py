@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Protocol
 
+from evalrun.safetext import repair, repair_json
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -27,6 +28,8 @@ MAX_RETRY_AFTER_S = 120.0
 #: kinds whose answers depend on more than the request (a CLI agent's working tree) or that
 #: cost nothing to recompute; ``cache: true`` in targets.yaml opts them in
 UNCACHED_KINDS = frozenset({"cli", "mock", "local"})
+#: the most output tokens a request may ask of a target without a ``max_tokens`` of its own
+MAX_TOKENS_CAP = 8192
 
 
 class ResponseStore(Protocol):
@@ -83,15 +86,18 @@ class ManagedTarget:
         return bool(getattr(self.provider, "supports_tools", False))
 
     def _with_defaults(self, request: CompletionRequest) -> CompletionRequest:
-        return replace(
-            request,
-            temperature=(
-                request.temperature if request.temperature is not None else self.config.temperature
-            ),
-            max_tokens=request.max_tokens
-            if request.max_tokens is not None
-            else self.config.max_tokens,
-        )
+        """The target's defaults fill what the request leaves out; a requested ``max_tokens``
+        is capped at the configured one (else ``MAX_TOKENS_CAP``), so a grader cannot ask for
+        an answer of any length, and cost (docs/security.md)."""
+        max_tokens = request.max_tokens
+        if max_tokens is None:
+            max_tokens = self.config.max_tokens
+        else:
+            max_tokens = min(max_tokens, self.config.max_tokens or MAX_TOKENS_CAP)
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.config.temperature
+        return replace(request, temperature=temperature, max_tokens=max_tokens)
 
     def _cacheable(self, request: CompletionRequest) -> bool:
         """Only deterministic requests (temperature 0 or unset) of cacheable kinds."""
@@ -101,10 +107,13 @@ class ManagedTarget:
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer from the replay cassette, else the cache, else the provider (with retries).
-        Cache hits and live answers are both recorded; stored answers cost nothing now."""
+        Cache hits and live answers are both recorded; stored answers cost nothing now.
+        Whatever the source, the text is made encodable here, where it enters evalrun."""
         if request.uses_tools and not self.supports_tools:
             raise ToolsUnsupported(self.name, self.kind)
-        request = self._with_defaults(request)
+        return _encodable(await self._complete(self._with_defaults(request)))
+
+    async def _complete(self, request: CompletionRequest) -> CompletionResponse:
         if self._replay is not None:
             hit = self._replay.get(self.config, request)
             if hit is None:
@@ -123,7 +132,7 @@ class ManagedTarget:
                 if self._recorder is not None:
                     self._recorder.put(self.config, request, response)
                 return response
-        response = await self._call_with_retries(request)
+        response = _encodable(await self._call_with_retries(request))  # before it is stored
         response.cost_usd = self._cost(response)
         if self._cacheable(request):
             assert self._cache is not None
@@ -179,6 +188,25 @@ class ManagedTarget:
 
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _encodable(response: CompletionResponse) -> CompletionResponse:
+    """Lone surrogates replaced in every text of the answer, and counted."""
+    text, in_text = repair(response.text)
+    refusal, in_refusal = repair_json(response.refusal)
+    tool_calls, in_calls = repair_json(response.tool_calls)
+    logprobs, in_logprobs = repair_json(response.logprobs)
+    replaced = in_text + in_refusal + in_calls + in_logprobs
+    if not replaced:
+        return response
+    return replace(
+        response,
+        text=text,
+        refusal=refusal,
+        tool_calls=tool_calls,
+        logprobs=logprobs,
+        repaired=response.repaired + replaced,
+    )
 
 
 def _amend(exc: TargetError, note: str) -> None:

@@ -25,6 +25,14 @@ REDACTED = "***"
 
 
 @dataclass(eq=False)
+class Reservation:
+    """Calls of one batch that are reserved but not started yet (``pending``): they are given
+    back, not charged, when the batch ends early or the grant is revoked."""
+
+    pending: int
+
+
+@dataclass(eq=False)
 class Grant:
     token: str = field(repr=False)
     default_target: str
@@ -36,6 +44,7 @@ class Grant:
     revoked: bool = False
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    reservations: set[Reservation] = field(default_factory=set, repr=False)
     input_tokens: int = 0
     output_tokens: int = 0
     cached_calls: int = 0
@@ -155,11 +164,45 @@ class GrantRegistry:
             grant.used += n
             return True
 
+    def reserve_batch(self, grant: Grant, n: int) -> Reservation | None:
+        """Reserve ``n`` calls, all or none, to be started request by request with
+        :meth:`start`."""
+        with self._lock:
+            if n < 0 or grant.revoked or grant.used + n > grant.max_calls:
+                return None
+            grant.used += n
+            reservation = Reservation(n)
+            grant.reservations.add(reservation)
+            return reservation
+
+    def start(self, grant: Grant, reservation: Reservation, n: int = 1) -> bool:
+        """A reserved request costing ``n`` calls (a judge panel: one per member) may go
+        upstream now; it is charged from here on."""
+        with self._lock:
+            if grant.revoked or reservation.pending < n:
+                return False
+            reservation.pending -= n
+            return True
+
+    def release(self, grant: Grant, reservation: Reservation) -> None:
+        """Give back the calls of ``reservation`` that never started."""
+        with self._lock:
+            self._release(grant, reservation)
+
+    @staticmethod
+    def _release(grant: Grant, reservation: Reservation) -> None:
+        grant.used -= reservation.pending
+        reservation.pending = 0
+        grant.reservations.discard(reservation)
+
     def revoke(self, grant: Grant) -> None:
-        """Later calls with this token get 401; upstream calls still running are cancelled."""
+        """Later calls with this token get 401; upstream calls still running are cancelled and
+        queued batch calls are given back, so the usage read right after this is final."""
         with self._lock:
             grant.revoked = True
             self._by_digest.pop(_digest(grant.token), None)
+            for reservation in list(grant.reservations):
+                self._release(grant, reservation)
         for task in list(grant.tasks):
             task.cancel()
 

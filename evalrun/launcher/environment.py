@@ -2,17 +2,58 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
 from collections.abc import Iterable, Mapping
 
-#: Variable-name patterns that look like credentials (matched case-insensitively).
-SECRET_PATTERNS = ("*API_KEY*", "*_TOKEN", "*SECRET*", "*PASSWORD*", "*CREDENTIAL*", "*_KEY")
+#: Words that mark a credential anywhere in a variable's name (``MISTRALAPIKEY``).
+SECRET_SUBSTRINGS = (
+    "APIKEY",
+    "API_KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "ACCESS_KEY",
+)
+#: Words that mark a credential when they are a whole ``_``-separated part of the name
+#: (``GH_PAT``, ``SSH_AUTH_SOCK``, ``DB_PASS``) but not inside another word (``PATH``,
+#: ``GIT_AUTHOR_NAME``, ``KEYBOARD``).
+SECRET_WORDS = frozenset(
+    {
+        "KEY",
+        "KEYS",
+        "PAT",
+        "AUTH",
+        "OAUTH",
+        "BEARER",
+        "PASS",
+        "PWD",
+        "JWT",
+        "DSN",
+        "COOKIE",
+        "CREDS",
+        "SESSIONID",
+        "SIGNATURE",
+    }
+)
+#: Names that match the words above but hold no secret.
+NOT_SECRET = frozenset({"PWD", "OLDPWD"})
+_PARTS = re.compile(r"[^A-Z0-9]+")
 
 
 def looks_secret(name: str) -> bool:
+    """Whether a variable's name says it holds a credential (case-insensitive); the rules are
+    listed in docs/security.md."""
     upper = name.upper()
-    return any(fnmatch.fnmatchcase(upper, p) for p in SECRET_PATTERNS)
+    if upper in NOT_SECRET:
+        return False
+    if any(word in upper for word in SECRET_SUBSTRINGS):
+        return True
+    return any(part in SECRET_WORDS for part in _PARTS.split(upper))
 
 
 def grader_environment(

@@ -104,10 +104,22 @@ async def run_grader(
         outcome, name=spec.name or spec.type, threshold=spec.threshold, weight=spec.weight
     )
     calls: list[dict[str, Any]] = []
-    if grant is not None:
+    if grant is not None and proxy is not None:
+        _redact(result, proxy.registry.redactor, grant.token)
         result.proxy = ProxyUsage(**grant.usage())
         calls = list(grant.records)
     return GraderRun(result, calls)
+
+
+def _redact(result: GraderResult, redactor: Any, token: str) -> None:
+    """The grant's token and provider keys never reach the bundle, even if a grader prints
+    them (docs/security.md). ``redactor`` is ``proxy.grants.Redactor``."""
+    result.reason = redactor.text(result.reason, token)
+    result.stderr_tail = redactor.text(result.stderr_tail, token)
+    result.hits = redactor.any(result.hits, token)
+    result.misses = redactor.any(result.misses, token)
+    result.checks = redactor.any(result.checks, token)
+    result.details = redactor.any(result.details, token)
 
 
 def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:

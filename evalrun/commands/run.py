@@ -297,6 +297,8 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     line += ", ".join(parts)
     if mean is not None:
         line += f" · mean score {mean:.3f}"
+    if summary.get("missing"):
+        line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)

@@ -89,6 +89,7 @@ class BundleWriter:
         results.truncate(0)
         self._results: IO[str] = results
         self._fresh = exclusive
+        self.failed = False
         self._calls: IO[str] = open(directory / JUDGE_CALLS, "w", encoding="utf-8")  # noqa: SIM115
 
     def add_case(self, case: CaseResult) -> None:
@@ -107,6 +108,7 @@ class BundleWriter:
             handle.buffer.write(text.encode("utf-8"))  # type: ignore[attr-defined]
             handle.flush()
         except (OSError, ValueError) as exc:
+            self.failed = True
             raise BundleWriteError(f"cannot write {Path(handle.name).name}: {exc}") from exc
 
     def write_summary(self, summary: dict[str, Any]) -> None:
@@ -130,8 +132,17 @@ class BundleWriter:
                     self.directory.rmdir()
 
     def close(self) -> None:
-        self._results.close()
-        self._calls.close()
+        """Close both files; bytes a failed write left buffered are dropped, not retried."""
+        problems = []
+        for handle in (self._results, self._calls):
+            try:
+                handle.close()
+            except (OSError, ValueError) as exc:
+                problems.append(f"cannot write {Path(handle.name).name}: {exc}")
+                with contextlib.suppress(OSError, ValueError):
+                    handle.buffer.raw.close()  # type: ignore[attr-defined]
+        if problems and not self.failed:
+            raise BundleWriteError("; ".join(problems))
 
 
 def iter_results(directory: Path) -> Iterator[CaseResult]:

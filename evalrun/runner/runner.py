@@ -261,7 +261,10 @@ class EvalRun:
             await executor.aclose()
             await self.close()
         # One truth: the summary, the table and the exit code come from results.jsonl itself.
-        writer.close()
+        try:
+            writer.close()
+        except BundleWriteError as exc:
+            self._write_error = self._write_error or str(exc)
         results = StatsBuilder(by_case=options.repeat > 1)
         shown = TableRows()
         for case in iter_results(out):

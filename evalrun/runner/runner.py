@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import shutil
 import signal
@@ -182,6 +183,10 @@ class EvalRun:
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
+        if out != options.out:  # a suffix was added: the sandbox masks the folder really used
+            masked = (*self.sandbox.masked, out.resolve())
+            self.sandbox = dataclasses.replace(self.sandbox, masked=masked)
+            options.out = out
         self._kept = set()
         return BundleWriter(out, exclusive=True)
 

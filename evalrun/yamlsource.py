@@ -38,6 +38,19 @@ class _Walk:
         self.lines: LineMap = {}
         self.seen: set[int] = set()
         self.repeated = 0
+        self._loader = yaml.SafeLoader("")
+        self._scalars: dict[int, Any] = {}
+
+    def close(self) -> None:
+        self._loader.dispose()
+
+    def scalar(self, node: yaml.Node) -> Any:
+        """A scalar's value, constructed once per node (an alias repeats it for free)."""
+        key = id(node)
+        if key not in self._scalars:
+            value = self._loader.construct_object(node, deep=True)
+            self._scalars[key] = repair(value)[0] if isinstance(value, str) else value
+        return self._scalars[key]
 
     def node(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
         """``line``: where this node is used; inside a repeated anchor, the alias's line."""
@@ -60,23 +73,14 @@ class _Walk:
                 key_line = line if repeated else key_node.start_mark.line + 1
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
-                key = _construct(key_node)
+                key = self.scalar(key_node)
                 out[key] = self.node(value_node, (*path, key), key_line)
                 self.lines[(*path, key)] = key_line
             return out
         if isinstance(node, yaml.SequenceNode):
             here = line if repeated else node.start_mark.line + 1
             return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
-        return _construct(node)
-
-
-def _construct(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        value = loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
-    return repair(value)[0] if isinstance(value, str) else value
+        return self.scalar(node)
 
 
 def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
@@ -97,7 +101,10 @@ def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
     walk = _Walk(name)
     if root is None:
         return None, walk.lines
-    return walk.node(root, (), 1), walk.lines
+    try:
+        return walk.node(root, (), 1), walk.lines
+    finally:
+        walk.close()
 
 
 #: (what PyYAML says, what to do about it); the first matching entry gives the hint.

@@ -144,7 +144,8 @@ def test_max_tokens_from_a_grader_is_capped(tmp_path: Path) -> None:
                     timeout=10,
                 )
                 assert reply.status_code == 200, reply.text
-                sent.append(fake.bodies[-1]["max_tokens"])
+                upstream = fake.bodies[-1]  # the openai kind sends max_completion_tokens
+                sent.append(upstream.get("max_completion_tokens", upstream.get("max_tokens")))
     assert sent == [256, 8192, 100]  # the target's own max_tokens, else the default cap
 
 

@@ -196,7 +196,8 @@ def _encodable(response: CompletionResponse) -> CompletionResponse:
     refusal, in_refusal = repair_json(response.refusal)
     tool_calls, in_calls = repair_json(response.tool_calls)
     logprobs, in_logprobs = repair_json(response.logprobs)
-    replaced = in_text + in_refusal + in_calls + in_logprobs
+    panel, in_panel = repair_json(response.panel)
+    replaced = in_text + in_refusal + in_calls + in_logprobs + in_panel
     if not replaced:
         return response
     return replace(
@@ -205,6 +206,7 @@ def _encodable(response: CompletionResponse) -> CompletionResponse:
         refusal=refusal,
         tool_calls=tool_calls,
         logprobs=logprobs,
+        panel=panel,
         repaired=response.repaired + replaced,
     )
 

@@ -25,7 +25,7 @@ reason = "nope\n::error::from-the-reason\r\n::warning::crlf\x00\x01\x0b\x1b[2J #
 print(json.dumps({"score": 1 if case["case_id"] == "plain" else 0, "reason": reason}))
 sys.stderr.write("::error::from-stderr\n")
 """
-OUR_ANNOTATION = re.compile(r"::(error|notice) title=[^:\n]*::[^\n]*")
+OUR_ANNOTATION = re.compile(r"::(error|notice) [^:\n]*title=[^:\n]*::[^\n]*")
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 

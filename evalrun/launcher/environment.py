@@ -73,6 +73,15 @@ def grader_environment(
         if name in allowed or (name not in secrets and not looks_secret(name))
     }
     if proxy_url and proxy_token:
-        env["AGENTV_TARGET_PROXY_URL"] = env["EVALRUN_PROXY_URL"] = proxy_url
-        env["AGENTV_TARGET_PROXY_TOKEN"] = env["EVALRUN_PROXY_TOKEN"] = proxy_token
+        env.update(proxy_variables(proxy_url, proxy_token))
     return env
+
+
+def proxy_variables(url: str, token: str) -> dict[str, str]:
+    """The judge proxy's address and one grader run's token, under AgentV's and evalrun's names."""
+    return {
+        "AGENTV_TARGET_PROXY_URL": url,
+        "EVALRUN_PROXY_URL": url,
+        "AGENTV_TARGET_PROXY_TOKEN": token,
+        "EVALRUN_PROXY_TOKEN": token,
+    }

@@ -72,6 +72,11 @@ def interpret(
     if outcome.overflowed:
         base.reason = "grader printed more than the stdout limit and was killed"
         return base
+    if outcome.failure:
+        base.reason = outcome.failure + (
+            f": {outcome.stderr_tail.splitlines()[-1]}" if outcome.stderr_tail else ""
+        )
+        return base
     code = outcome.exit_code
     if code is not None and code < 0:
         base.reason = f"grader was killed by signal {_signal_name(-code)}"

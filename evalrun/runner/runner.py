@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
+from evalrun.launcher.serve import GraderPools
 from evalrun.results.bundle import (
     BundleWriteError,
     BundleWriter,
@@ -120,6 +121,7 @@ class EvalRun:
         self._proxy: Any = None
         self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
+        self._pools = GraderPools(options.workers)
         self._interrupted = False
         self._write_error: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -301,10 +303,13 @@ class EvalRun:
             secret_names=self.pool.secret_env_names(),
             proxy=self._get_proxy,
             sandbox=self.sandbox,
+            pools=self._pools,
         )
 
     async def close(self) -> None:
-        """Stop the proxy and close the targets (also what a Ray worker does when it ends)."""
+        """Stop the stream-mode graders and the proxy and close the targets (also what a Ray
+        worker does when it ends)."""
+        await self._pools.close()
         if self._proxy is not None:
             await self._proxy.stop()
             self._proxy = None

@@ -102,6 +102,8 @@ def _run(tmp_path: Path, ids: list[str], *, workers: int, **kwargs) -> dict[str,
     assert proc.returncode in (0, 3), proc.stderr
     results, summary = read_bundle(out)
     assert summary["counts"]["total"] == len(ids)
+    judge = summary["targets"]["judge"]  # the summary says how the judge's concurrency went
+    assert judge["rate_limited"] == 0 and 1 <= judge["concurrency_reached"] <= workers
     return {r["id"]: r["graders"][0] for r in results}
 
 

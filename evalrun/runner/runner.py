@@ -122,6 +122,8 @@ class EvalRun:
         self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(options.workers)
+        #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
+        self.target_stats: dict[str, dict[str, Any]] = {}
         self._interrupted = False
         self._write_error: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -278,6 +280,7 @@ class EvalRun:
             results.add(case)
             shown.add(case.slim())
         summary = self._summary(results, started_at, time.monotonic() - t0)
+        summary["targets"] = self.target_stats
         exit_code = self._exit_code(summary)
         summary["exit_code"] = exit_code
         if self._write_error is not None:
@@ -310,6 +313,7 @@ class EvalRun:
         """Stop the stream-mode graders and the proxy and close the targets (also what a Ray
         worker does when it ends)."""
         await self._pools.close()
+        self.target_stats.update(self.pool.stats())
         if self._proxy is not None:
             await self._proxy.stop()
             self._proxy = None

@@ -10,6 +10,7 @@ import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
+from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +166,11 @@ class TargetPool:
                     limit=self.limit_for(config) if self.limit_for else None,
                 )
             return self._built[name]
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per target used in this run: calls, concurrency reached, 429s seen."""
+        with self._lock:
+            return {name: target.stats() for name, target in self._built.items()}
 
     def secret_env_names(self) -> set[str]:
         names: set[str] = set()

@@ -9,7 +9,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from evalrun.safetext import repair, repair_json
 from evalrun.targets.base import (
@@ -25,6 +25,8 @@ from evalrun.targets.limit import ConcurrencyLimit
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
 MAX_RETRY_AFTER_S = 120.0
+#: a 429 retried under the adaptive limit is the limit working, not the call failing
+RATE_LIMIT_RETRIES = 10
 #: kinds whose answers depend on more than the request (a CLI agent's working tree) or that
 #: cost nothing to recompute; ``cache: true`` in targets.yaml opts them in
 UNCACHED_KINDS = frozenset({"cli", "mock", "local"})
@@ -71,7 +73,10 @@ class ManagedTarget:
         self._recorder = recorder
         self._replay = replay
         self._sleep = sleep
-        self._limit: AsyncLimit = limit or ConcurrencyLimit(config.max_concurrency)
+        self._limit: AsyncLimit = limit or ConcurrencyLimit(*config.concurrency_bounds)
+        #: the adaptive limit, when calls are held under one of this process's own
+        self._adaptive = self._limit if isinstance(self._limit, ConcurrencyLimit) else None
+        self.calls = 0
         setting = config.extra("cache")
         self._cache_enabled = (
             bool(setting) if setting is not None else config.kind not in UNCACHED_KINDS
@@ -146,11 +151,16 @@ class ManagedTarget:
         while True:
             try:
                 async with self._limit:
+                    self.calls += 1
                     started = time.perf_counter()
                     response = await self.provider.complete(request)
             except TargetError as exc:
                 exc.target = exc.target or self.name
-                if not exc.retryable or attempt >= self.config.max_retries:
+                throttled = exc.status == 429
+                if throttled and self._adaptive is not None:
+                    self._adaptive.throttled(exc.retry_after)
+                retries = max(self.config.max_retries, RATE_LIMIT_RETRIES) if throttled else None
+                if not exc.retryable or attempt >= (retries or self.config.max_retries):
                     if attempt:
                         _amend(exc, f"(gave up after {attempt + 1} attempts)")
                     raise
@@ -166,6 +176,8 @@ class ManagedTarget:
                     redact(f"target '{self.name}' failed: {type(exc).__name__}: {exc}"),
                     target=self.name,
                 ) from exc
+            if self._adaptive is not None:
+                self._adaptive.succeeded()
             response.latency_ms = (time.perf_counter() - started) * 1000
             return response
 
@@ -185,6 +197,11 @@ class ManagedTarget:
             return None
         usage = response.usage
         return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+
+    def stats(self) -> dict[str, Any]:
+        """Calls made and how the concurrency limit moved, for the run summary."""
+        limit = self._adaptive.stats() if self._adaptive is not None else {}
+        return {"calls": self.calls, **limit}
 
     async def aclose(self) -> None:
         await self.provider.aclose()

@@ -10,9 +10,9 @@ import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalrun.targets.base import (
     CompletionRequest,

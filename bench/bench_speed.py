@@ -96,7 +96,12 @@ CORES = os.cpu_count() or 1
 class FakeJudge:
     def __init__(self, latency_ms: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "fake_judge.py"), "--latency-ms", str(latency_ms)],
+            [
+                sys.executable,
+                str(ROOT / "bench" / "fake_judge.py"),
+                "--latency-ms",
+                str(latency_ms),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -258,8 +263,8 @@ def run_promptfoo(
     argv += ["--no-table", "--no-progress-bar", "--no-write", "-o", str(out)]
     run = timed(argv, path.parent, env, judge)
     stats = json.loads(out.read_text())["results"]["stats"]
-    if stats.get("errors"):
-        raise SystemExit(f"promptfoo: {stats['errors']} errors in {path}")
+    if stats.get("errors") or stats.get("failures"):
+        raise SystemExit(f"promptfoo: {stats} in {path}")
     return run
 
 
@@ -295,6 +300,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1, help="runs per side (median shown)")
     parser.add_argument("--promptfoo", help="promptfoo command (default: npx --no-install)")
     parser.add_argument("--no-promptfoo", action="store_true", help="skip the promptfoo rows")
+    parser.add_argument(
+        "--baseline-root",
+        type=Path,
+        help="another checkout of evalrun (e.g. main before stream mode) to run the contextual "
+        "precision row with, side by side",
+    )
     parser.add_argument("--wide-calls", type=int, default=600, help="calls of the 2 s row")
     parser.add_argument("--wide-workers", type=int, default=200)
     parser.add_argument("--wide-latency-ms", type=float, default=2000.0)
@@ -315,11 +326,15 @@ def main() -> None:
             process_cp = evalrun_suite(
                 work / "cp-process", args.cases, [{**precision, "mode": "process"}], target
             )
-            served, per_process = paired(
-                args.runs,
+            sides = [
                 lambda: run_evalrun(serve_cp, args.workers, env, judge),
                 lambda: run_evalrun(process_cp, args.workers, env, judge),
-            )
+            ]
+            if args.baseline_root:
+                base_env = {**env, "PYTHONPATH": str(args.baseline_root.resolve())}
+                base_cp = evalrun_suite(work / "cp-base", args.cases, [precision], target)
+                sides.append(lambda: run_evalrun(base_cp, args.workers, base_env, judge))
+            served, per_process, *base = paired(args.runs, *sides)
             label = f"contextual precision, {args.cases} x 3 passages, {args.workers} workers"
             rows.append(Row(f"{label}: stream mode", served, floor, aim="efficiency >= 0.7"))
             rows.append(
@@ -334,6 +349,18 @@ def main() -> None:
                 )
             )
             rows[0].met = served.efficiency(floor) >= 0.7
+            if base:
+                rows.append(
+                    Row(
+                        f"  same, with {args.baseline_root}",
+                        base[0],
+                        floor,
+                        "stream mode",
+                        base[0].wall_s / served.wall_s,
+                        ">= 3x slower",
+                        base[0].wall_s / served.wall_s >= 3,
+                    )
+                )
 
             one_call_folder = work / "one-call"
             one_call_folder.mkdir()
@@ -355,11 +382,15 @@ def main() -> None:
             rubric = {"type": "llm-rubric", "value": "The answer names Paris as the capital."}
             python_check = {"type": "python", "value": "file://check.py"}
             if promptfoo is None:
-                one = paired(args.runs, lambda: run_evalrun(one_call_suite, args.workers, env, judge))
+                one = paired(
+                    args.runs, lambda: run_evalrun(one_call_suite, args.workers, env, judge)
+                )
                 det = paired(args.runs, lambda: run_evalrun(check_suite, args.workers, env, judge))
                 rows.append(Row("one judge call per case, SDK grader", one[0], floor))
                 rows.append(Row("deterministic Python grader", det[0], 0.0))
-                notes.append("promptfoo: skipped (not asked for, or npx --no-install promptfoo fails)")
+                notes.append(
+                    "promptfoo: skipped (not asked for, or npx --no-install promptfoo fails)"
+                )
             else:
                 pf_rubric = promptfoo_suite(work / "pf-rubric", args.cases, rubric, judge)
                 pf_python = promptfoo_suite(work / "pf-python", args.cases, python_check, judge)

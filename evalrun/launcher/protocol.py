@@ -73,9 +73,8 @@ def interpret(
         base.reason = "grader printed more than the stdout limit and was killed"
         return base
     if outcome.failure:
-        base.reason = outcome.failure + (
-            f": {outcome.stderr_tail.splitlines()[-1]}" if outcome.stderr_tail else ""
-        )
+        line = error_line(outcome.stderr_tail)
+        base.reason = outcome.failure + (f": {line}" if line else "")
         return base
     code = outcome.exit_code
     if code is not None and code < 0:

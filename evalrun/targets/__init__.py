@@ -168,9 +168,11 @@ class TargetPool:
             return self._built[name]
 
     def stats(self) -> dict[str, dict[str, Any]]:
-        """Per target used in this run: calls, concurrency reached, 429s seen."""
+        """Per target used in this run: calls, concurrency reached, 429s seen. A judge panel has
+        no limit of its own; its members are listed under their own names."""
         with self._lock:
-            return {name: target.stats() for name, target in self._built.items()}
+            built = list(self._built.items())
+        return {name: t.stats() for name, t in built if isinstance(t, ManagedTarget)}
 
     def secret_env_names(self) -> set[str]:
         names: set[str] = set()

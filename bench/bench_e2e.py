@@ -1,23 +1,14 @@
-"""End-to-end figures for ``evalrun`` as a user runs it, printed as one table of ratios measured
-in the same run (a busy machine slows both sides of each ratio alike).
+"""Start-up and memory figures for ``evalrun`` as a user runs it, printed as one table of ratios
+measured in the same run (a busy machine slows both sides of each ratio alike).
 
-    python bench/bench_e2e.py [--cases 200] [--workers 4] [--latency-ms 50] [--runs 30]
+    python bench/bench_e2e.py [--runs 30] [--memory-cases 1000]
 
-Efficiency. ``evalrun`` (the real CLI) runs N cases whose grader, a real process, makes 3
-sequential judge calls through the proxy to a ``mock`` judge that answers after L ms.
-    ideal      = ceil(N / workers) * 3 * L   (every worker always busy, every call exactly L,
-                                              nothing else costing anything, not even starting
-                                              the grader process)
-    measured   = the runner's own duration (summary.json ``duration_s``: first case started to
-                 last result written; the CLI's ~1 s of imports and reports is shown apart)
-    efficiency = ideal / measured
-It is measured for a Python SDK grader and for a light grader (``sh`` + ``curl``), and split:
-"+ start-up" adds the SDK grader's measured start-up to each round of the ideal; "scheduling"
-compares the sum of grader run times / workers with the measured time, i.e. how well the
-runner keeps its workers busy (what evalrun adds outside the grader processes).
+Speed end to end (wall time against the latency and CPU floors, stream mode against one process
+per case, promptfoo side by side) is ``bench/bench_speed.py``.
 
 Grader start-up. A Python SDK grader (``import grader_sdk``, read the payload, print a result)
-against a bare ``python -c pass``: alternating runs after warm-up, ratio of the medians.
+against a bare ``python -c pass``: alternating runs after warm-up, ratio of the medians. In stream
+mode (docs/grader-protocol.md) a grader pays it once per worker, not once per case.
 
 Memory. Peak RSS (``wait4`` rusage) of the ``evalrun`` process for 10x the cases against 1x,
 with the deterministic ``contains`` grader (no process per case), and of the runner alone
@@ -31,9 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -57,18 +46,6 @@ def grade(inp):
     for i in range(CALLS):
         client.invoke(f"{inp.question} (call {i})")
     return {"score": 1.0, "reason": "ok"}
-"""
-
-CURL_GRADER = """
-cat > /dev/null
-i=0
-while [ "$i" -lt "$BENCH_JUDGE_CALLS" ]; do
-  curl -sf -o /dev/null -H "Authorization: Bearer $AGENTV_TARGET_PROXY_TOKEN" \\
-    -H 'Content-Type: application/json' -d "{\\"question\\": \\"call $i\\"}" \\
-    "$AGENTV_TARGET_PROXY_URL/invoke" || exit 1
-  i=$((i + 1))
-done
-echo '{"score": 1.0}'
 """
 
 RUNNER_ONLY = """
@@ -114,10 +91,6 @@ class Measured:
     @property
     def summary(self) -> dict:
         return json.loads((self.out / "summary.json").read_text())
-
-    def grader_seconds(self) -> list[float]:
-        lines = (self.out / "results.jsonl").read_text().splitlines()
-        return [json.loads(line)["graders"][0]["duration_ms"] / 1000 for line in lines]
 
 
 @dataclass
@@ -192,83 +165,6 @@ def startup(work: Path, runs: int, env: dict[str, str]) -> tuple[float, float]:
     return statistics.median(bare_times), statistics.median(sdk_times)
 
 
-def judged_run(
-    folder: Path, command: list[str], args: argparse.Namespace, env: dict[str, str]
-) -> Measured:
-    grader = {"name": "judged", "command": command, "target": {"max_calls": args.calls}}
-    judge = {
-        "name": "judge",
-        "kind": "mock",
-        "default": '{"relevant": true}',
-        "latency_ms": args.latency_ms,
-        "max_concurrency": args.workers,
-    }
-    path = write_suite(folder, args.cases, [grader], judge)
-    run = run_cli(path, args.workers, {**env, "BENCH_JUDGE_CALLS": str(args.calls)})
-    counts = run.summary["counts"]
-    assert counts["passed"] == args.cases, counts
-    return run
-
-
-def efficiency_rows(
-    work: Path, args: argparse.Namespace, env: dict[str, str], sdk_start_s: float
-) -> tuple[list[Row], list[str]]:
-    rounds = math.ceil(args.cases / args.workers)
-    ideal = rounds * args.calls * args.latency_ms / 1000
-    label = f"{args.cases} cases x {args.calls} calls, {args.workers} workers"
-    folder = work / "sdk"
-    folder.mkdir()
-    (folder / "grader.py").write_text(SDK_GRADER)
-    sdk = judged_run(folder, [sys.executable, "grader.py"], args, env)
-    sdk_s = sdk.summary["duration_s"]
-    busy = sum(sdk.grader_seconds()) / args.workers
-    rows = [
-        Row(f"efficiency, SDK grader ({label})", f"{sdk_s:.2f} s", f"{ideal:.2f} s", ideal / sdk_s),
-        Row(
-            "  ideal + SDK start-up per round",
-            f"{sdk_s:.2f} s",
-            f"{ideal + rounds * sdk_start_s:.2f} s",
-            (ideal + rounds * sdk_start_s) / sdk_s,
-        ),
-        Row("  scheduling: grader time / workers", f"{sdk_s:.2f} s", f"{busy:.2f} s", busy / sdk_s),
-    ]
-    notes = [
-        f"SDK run: whole CLI process {sdk.wall_s:.2f} s; CPU {sdk.cpu_s:.1f} s "
-        f"= {sdk.cpu_s / (sdk.wall_s * (os.cpu_count() or 1)):.0%} of {os.cpu_count()} CPUs "
-        f"(evalrun + graders); median grader run {statistics.median(sdk.grader_seconds()) * 1000:.0f} ms "
-        f"for {args.calls} x {args.latency_ms:g} ms of judge latency"
-    ]
-    if shutil.which("curl") and shutil.which("sh"):
-        folder = work / "curl"
-        folder.mkdir()
-        (folder / "grader.sh").write_text(CURL_GRADER)
-        light = judged_run(folder, ["sh", "grader.sh"], args, env)
-        light_s = light.summary["duration_s"]
-        light_busy = sum(light.grader_seconds()) / args.workers
-        rows += [
-            Row(
-                "efficiency, light grader (sh + curl)",
-                f"{light_s:.2f} s",
-                f"{ideal:.2f} s",
-                ideal / light_s,
-            ),
-            Row(
-                "  scheduling: grader time / workers",
-                f"{light_s:.2f} s",
-                f"{light_busy:.2f} s",
-                light_busy / light_s,
-            ),
-        ]
-        notes.append(
-            f"light run: CPU {light.cpu_s:.1f} s; median grader run "
-            f"{statistics.median(light.grader_seconds()) * 1000:.0f} ms"
-        )
-    for row in rows:
-        if row.name.startswith(("efficiency", "  ideal")):
-            row.aim, row.ok = ">= 0.85", row.ratio >= 0.85
-    return rows, notes
-
-
 def memory_rows(work: Path, small: int, env: dict[str, str]) -> tuple[list[Row], list[str]]:
     grader = {"name": "has-paris", "type": "contains", "value": "Paris"}
     runner = work / "runner_only.py"
@@ -309,10 +205,6 @@ def memory_rows(work: Path, small: int, env: dict[str, str]) -> tuple[list[Row],
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", type=int, default=200)
-    parser.add_argument("--workers", type=int, default=4, help="evalrun --workers (its default)")
-    parser.add_argument("--latency-ms", type=float, default=50.0)
-    parser.add_argument("--calls", type=int, default=3, help="judge calls per grader run")
     parser.add_argument("--runs", type=int, default=30, help="start-up runs per side")
     parser.add_argument("--memory-cases", type=int, default=1000)
     args = parser.parse_args()
@@ -321,7 +213,8 @@ def main() -> None:
         work = Path(tmp)
         env = child_env(work / "pycache")
         bare_s, sdk_start_s = startup(work, args.runs, env)
-        rows, notes = efficiency_rows(work, args, env, sdk_start_s)
+        rows: list[Row] = []
+        notes: list[str] = []
         rows.append(
             Row(
                 "grader start-up: SDK grader vs python -c pass",
@@ -348,7 +241,6 @@ def main() -> None:
     for note in notes:
         print(note)
     print(
-        f"ideal = ceil({args.cases}/{args.workers}) x {args.calls} x {args.latency_ms:g} ms; "
         f"start-up: median of {args.runs} alternating runs per side; "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
         f"Python {sys.version.split()[0]}"

@@ -11,47 +11,100 @@ from typing import Any
 
 import yaml
 
+from evalrun.safetext import repair, repair_json
+
 #: path of keys/indexes -> 1-based line number
 LineMap = dict[tuple[Any, ...], int]
+
+#: Limits that keep a hostile or mistaken file from exhausting memory or time (docs/security.md):
+#: YAML (and .json) documents are parsed in pure Python, about a second per 200 KB on a slow
+#: machine; big test sets belong in a .jsonl tests file, which has no such limit.
+MAX_YAML_BYTES = 4 * 1024 * 1024
+#: nodes that aliases may add by repeating an anchor (a "billion laughs" file adds billions)
+MAX_ALIAS_NODES = 100_000
+MAX_DEPTH = 100
 
 
 class SourceError(Exception):
     """A file that cannot be parsed; the message already names file and line."""
 
 
-def _walk(node: yaml.Node, path: tuple[Any, ...], lines: LineMap) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = _construct(key_node)
-            out[key] = _walk(value_node, (*path, key), lines)
-            lines[(*path, key)] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(child, (*path, i), lines) for i, child in enumerate(node.value)]
-    return _construct(node)
+class _Walk:
+    """Turns composed YAML nodes into Python data and the line map, within the limits above.
+    Each alias expands its anchor again; those repeated nodes count against MAX_ALIAS_NODES."""
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.lines: LineMap = {}
+        self.seen: set[int] = set()
+        self.repeated = 0
+        self._loader = yaml.SafeLoader("")
+        self._scalars: dict[int, Any] = {}
 
-def _construct(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    finally:
-        loader.dispose()
+    def close(self) -> None:
+        self._loader.dispose()
+
+    def scalar(self, node: yaml.Node) -> Any:
+        """A scalar's value, constructed once per node (an alias repeats it for free)."""
+        key = id(node)
+        if key not in self._scalars:
+            value = self._loader.construct_object(node, deep=True)
+            self._scalars[key] = repair(value)[0] if isinstance(value, str) else value
+        return self._scalars[key]
+
+    def node(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
+        """``line``: where this node is used; inside a repeated anchor, the alias's line."""
+        repeated = id(node) in self.seen
+        if repeated:
+            self.repeated += 1
+            if self.repeated > MAX_ALIAS_NODES:
+                raise SourceError(
+                    f"{self.name}:{line}: YAML aliases expand to more than {MAX_ALIAS_NODES} "
+                    "nodes; refused (an alias bomb?)"
+                )
+        else:
+            self.seen.add(id(node))
+        if len(path) > MAX_DEPTH:
+            raise SourceError(f"{self.name}:{line}: nested more than {MAX_DEPTH} levels deep")
+        self.lines[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key_line = line if repeated else key_node.start_mark.line + 1
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
+                key = self.scalar(key_node)
+                out[key] = self.node(value_node, (*path, key), key_line)
+                self.lines[(*path, key)] = key_line
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            here = line if repeated else node.start_mark.line + 1
+            return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
+        return self.scalar(node)
 
 
 def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_YAML_BYTES:
+        raise SourceError(
+            f"{name}:1: {size} bytes is over the {MAX_YAML_BYTES}-byte limit for YAML and JSON "
+            "files; put large test sets in a .jsonl tests file"
+        )
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         raise SourceError(yaml_error_message(name, exc)) from None
     except yaml.YAMLError as exc:
         raise SourceError(f"{name}: invalid YAML: {exc}") from None
-    lines: LineMap = {}
+    except RecursionError:
+        raise SourceError(f"{name}:1: nested too deeply to parse") from None
+    walk = _Walk(name)
     if root is None:
-        return None, lines
-    return _walk(root, (), lines), lines
+        return None, walk.lines
+    try:
+        return walk.node(root, (), 1), walk.lines
+    finally:
+        walk.close()
 
 
 #: (what PyYAML says, what to do about it); the first matching entry gives the hint.
@@ -130,9 +183,11 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
                 if not raw.strip():
                     continue
                 try:
-                    value = json.loads(raw)
+                    value = repair_json(json.loads(raw))[0]
                 except json.JSONDecodeError as exc:
                     raise SourceError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+                except RecursionError:
+                    raise SourceError(f"{path}:{lineno}: nested too deeply to parse") from None
                 yield lineno, value
         except UnicodeDecodeError:
             raise SourceError(f"{path}: not UTF-8 text") from None

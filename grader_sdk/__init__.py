@@ -40,6 +40,7 @@ from grader_sdk._grader import (
     GraderResult,
     run_grader,
     script_grader,
+    serve_grader,
 )
 from grader_sdk._judge import (
     Verdict,
@@ -97,4 +98,5 @@ __all__ = [
     "read_result",
     "run_grader",
     "script_grader",
+    "serve_grader",
 ]

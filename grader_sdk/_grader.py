@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import IO, Any, TypeVar
 
@@ -28,6 +30,8 @@ from grader_sdk._errors import (
 )
 
 PROTOCOL = "evalrun.grader/1"
+#: Set by evalrun to ``serve`` when the grader should run in stream mode.
+MODE_ENV, SERVE = "EVALRUN_GRADER_MODE", "serve"
 EXIT_OK, EXIT_ERROR, EXIT_ABSTAIN = 0, 1, 3
 STDERR_TAIL = 4000
 
@@ -200,15 +204,23 @@ def script_grader(fn: F | None = None, *, run: bool | None = None) -> Any:
 
     The grader runs at once (and the process exits) when ``fn`` is defined in ``__main__`` or
     ``run=True``; otherwise ``fn`` is returned unchanged with a ``.main()`` to run it later.
+    In stream mode (``EVALRUN_GRADER_MODE=serve``) it serves one case per stdin line.
     """
 
     def wrap(func: F) -> F:
-        func.main = lambda: sys.exit(run_grader(func))  # type: ignore[attr-defined]
+        func.main = lambda: sys.exit(main(func))  # type: ignore[attr-defined]
         if run or (run is None and getattr(func, "__module__", None) == "__main__"):
-            sys.exit(run_grader(func))
+            sys.exit(main(func))
         return func
 
     return wrap(fn) if fn is not None else wrap
+
+
+def main(fn: Callable[[GraderInput], Any]) -> int:
+    """Serve cases when evalrun asks for stream mode, else grade the one payload on stdin."""
+    if os.environ.get(MODE_ENV) == SERVE:
+        return serve_grader(fn)
+    return run_grader(fn)
 
 
 def run_grader(
@@ -223,28 +235,120 @@ def run_grader(
     stderr = stderr or sys.stderr
     try:
         payload = _read_payload(stdin.read())
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        return _report_error(stderr)
+    code, document = _grade(fn, payload, stderr)
+    if document is not None:
+        _emit(stdout, document)
+    return code
+
+
+def serve_grader(
+    fn: Callable[[GraderInput], Any],
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Stream mode (docs/grader-protocol.md): each stdin line is ``{"payload", "env"}``; each
+    answer is one stdout line ``{"exit", "result"}``. ``env`` (the case's proxy token) is set in
+    ``os.environ`` while the case runs, so ``TargetClient.from_env()`` works unchanged; anything
+    the grader prints goes to stderr. Returns at the end of input."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    try:
+        for line in stdin:
+            if not line.strip():
+                continue
+            try:
+                payload, env = _read_case_line(line)
+            except Exception:
+                code, document = _report_error(stderr), None
+            else:
+                with _case_environment(env):
+                    code, document = _grade(fn, payload, stderr)
+            stderr.flush()
+            stdout.write(json.dumps({"exit": code, "result": document}, default=_json_default))
+            stdout.write("\n")
+            stdout.flush()
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_OK
+
+
+def _grade(
+    fn: Callable[[GraderInput], Any], payload: dict[str, Any], stderr: IO[str]
+) -> tuple[int, dict[str, Any] | None]:
+    """(exit code, the JSON document to print) for one payload. What ``fn`` prints goes to
+    stderr: stdout carries the result only."""
+    with _stdout_to(stderr):
+        return _grade_quietly(fn, payload, stderr)
+
+
+def _grade_quietly(
+    fn: Callable[[GraderInput], Any], payload: dict[str, Any], stderr: IO[str]
+) -> tuple[int, dict[str, Any] | None]:
+    try:
         if not str(payload.get("protocol", PROTOCOL)).startswith("evalrun.grader/1"):
             stderr.write(f"warning: unexpected grader protocol {payload.get('protocol')!r}\n")
         value = fn(GraderInput.from_payload(payload))
         if hasattr(value, "__await__"):
             value = _await(value)
-        result = coerce_result(value)
+        return EXIT_OK, coerce_result(value)
     except Abstain as exc:
-        _emit(stdout, _abstention(exc.reason, exc.details))
-        return EXIT_ABSTAIN
+        return EXIT_ABSTAIN, _abstention(exc.reason, exc.details)
     except ABSTAIN_ON as exc:
-        _emit(stdout, _abstention(f"the judge could not be used: {exc}", None))
-        return EXIT_ABSTAIN
+        return EXIT_ABSTAIN, _abstention(f"the judge could not be used: {exc}", None)
     except KeyboardInterrupt:
-        return 130
+        raise
     except Exception:
-        import traceback
+        return _report_error(stderr), None
 
-        stderr.write(traceback.format_exc()[-STDERR_TAIL:])
-        stderr.flush()
-        return EXIT_ERROR
-    _emit(stdout, result)
-    return EXIT_OK
+
+def _report_error(stderr: IO[str]) -> int:
+    import traceback
+
+    stderr.write(traceback.format_exc()[-STDERR_TAIL:])
+    stderr.flush()
+    return EXIT_ERROR
+
+
+def _read_case_line(line: str) -> tuple[dict[str, Any], dict[str, str]]:
+    data = json.loads(line)
+    if not isinstance(data, dict) or not isinstance(data.get("payload"), dict):
+        raise ValueError('a stream-mode line must be {"payload": {...}, "env": {...}}')
+    env = data.get("env") or {}
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise ValueError("'env' of a stream-mode line must map names to strings")
+    return data["payload"], env
+
+
+@contextmanager
+def _case_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Set the case's variables; restore the previous values after it, whatever happened."""
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+@contextmanager
+def _stdout_to(stream: IO[str]) -> Iterator[None]:
+    saved, sys.stdout = sys.stdout, stream
+    try:
+        yield
+    finally:
+        sys.stdout = saved
 
 
 def coerce_result(value: Any) -> dict[str, Any]:

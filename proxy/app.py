@@ -9,12 +9,13 @@ equivalent way in for anything the fast path does not match.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
@@ -23,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from evalrun.safetext import repair
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -59,6 +61,9 @@ _EVENT_STREAM = b"text/event-stream"
 _NO_RETRY_HEADER = (b"x-should-retry", b"false")
 _OPENAI_PREFIX = "/v1/"
 _MODELS_PREFIX = "/v1/models/"
+#: the most requests one /invokeBatch may hold, and how many of them run upstream at once
+MAX_BATCH = 1000
+BATCH_PARALLEL = 16
 logger = logging.getLogger("evalrun.proxy")
 
 #: (status, body) or (status, body, content type); JSON unless a content type is given
@@ -86,7 +91,11 @@ class ProxyError(Exception):
 
 
 def _dumps(payload: Any) -> bytes:
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode()
+    except UnicodeEncodeError:  # targets repair their text; this keeps any other path answering
+        return repair(text)[0].encode()
 
 
 def _bearer(header: str | None) -> str | None:
@@ -196,8 +205,11 @@ class ProxyRoutes:
         )
 
     def _reserve(self, grant: Grant, n: int) -> None:
-        if self.registry.reserve(grant, n):
-            return
+        if not self.registry.reserve(grant, n):
+            self._refuse_over_budget(grant, n)
+
+    @staticmethod
+    def _refuse_over_budget(grant: Grant, n: int) -> NoReturn:
         extra: dict[str, Any] = {"limit": grant.max_calls, "used": grant.used}
         if n != 1:
             extra["requested"] = n
@@ -274,6 +286,7 @@ class ProxyRoutes:
                 replayed=response.replayed,
                 cost_usd=response.cost_usd,
                 panel=response.panel,
+                repaired=response.repaired,
             )
             return response, latency
         self.registry.record(
@@ -323,24 +336,55 @@ class ProxyRoutes:
         return 200, _dumps(_invoke_payload(name, response, latency))
 
     async def invoke_batch(self, authorization: str | None, body: bytes) -> Reply:
+        """At most MAX_BATCH calls, refused whole when over the remaining budget; at most
+        BATCH_PARALLEL run at once, so when the batch ends early (a failed call, the client
+        gone, the grant revoked) the calls not started yet are never made nor charged."""
         grant = self._authorize(authorization)
         batch = _parse(InvokeBatchRequest, body)
-        names = [self._pick(grant, item.target) for item in batch.requests]
-        self._reserve(grant, sum(self._calls(name) for name in names))
-        results = await asyncio.gather(
-            *(
-                self._call(grant, name, self._completion(item), item.question)
-                for name, item in zip(names, batch.requests, strict=True)
-            ),
-            return_exceptions=True,
-        )
-        payloads = []
-        for index, (name, result) in enumerate(zip(names, results, strict=True)):
-            if isinstance(result, BaseException):
-                if isinstance(result, ProxyError):
-                    result.extra["index"] = index
-                raise result
-            payloads.append(_invoke_payload(name, *result))
+        items = batch.requests
+        if len(items) > MAX_BATCH:
+            raise ProxyError(
+                400,
+                "batch_too_large",
+                f"a batch may hold at most {MAX_BATCH} requests, this one has {len(items)}",
+                limit=MAX_BATCH,
+                requested=len(items),
+            )
+        names = [self._pick(grant, item.target) for item in items]
+        costs = [self._calls(name) for name in names]
+        reservation = self.registry.reserve_batch(grant, sum(costs))
+        if reservation is None:
+            self._refuse_over_budget(grant, sum(costs))
+        results: list[tuple[CompletionResponse, float] | None] = [None] * len(items)
+        pending = iter(enumerate(items))
+        failures: list[ProxyError] = []
+
+        async def worker() -> None:
+            for index, item in pending:
+                if failures or not self.registry.start(grant, reservation, costs[index]):
+                    return
+                try:
+                    results[index] = await self._call(
+                        grant, names[index], self._completion(item), item.question
+                    )
+                except ProxyError as exc:
+                    exc.extra["index"] = index
+                    failures.append(exc)
+                    return
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(len(items), BATCH_PARALLEL))))
+        finally:
+            self.registry.release(grant, reservation)
+        if failures:
+            raise min(failures, key=lambda exc: exc.extra["index"])
+        if any(result is None for result in results):
+            raise ProxyError(401, "unauthorized", "the grant was revoked")
+        payloads = [
+            _invoke_payload(name, *result)
+            for name, result in zip(names, results, strict=True)
+            if result is not None
+        ]
         return 200, _dumps({"responses": payloads})
 
     async def chat_completions(self, authorization: str | None, body: bytes) -> Reply:
@@ -403,6 +447,31 @@ async def _send(
     await send({"type": "http.response.body", "body": body})
 
 
+async def _unless_disconnected(
+    work: Awaitable[tuple[int, bytes, bytes]], receive: Receive
+) -> tuple[int, bytes, bytes] | None:
+    """``work``'s reply, or None when the client hung up first: then ``work`` is cancelled,
+    and with it every upstream call it still had running or queued."""
+    task = asyncio.ensure_future(work)
+
+    async def hung_up() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    watch = asyncio.ensure_future(hung_up())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+        if not task.done():
+            task.cancel()
+    if task.cancelled() or not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
+
+
 def _error(code: str, message: str, *, status: int = 400, openai: bool = False) -> bytes:
     return ProxyError(status, code, message).reply(openai=openai)[1]
 
@@ -423,6 +492,7 @@ class ProxyApp(FastAPI):
             await super().__call__(scope, receive, send)
             return
         host = origin = length = authorization = None
+        chunked = False
         for name, value in scope["headers"]:
             if name == b"host":
                 host = b"" if host is not None else value  # two Host headers: refuse
@@ -432,6 +502,8 @@ class ProxyApp(FastAPI):
                 length = value
             elif name == b"origin":
                 origin = value
+            elif name == b"transfer-encoding":
+                chunked = True
         openai = scope["path"].startswith(_OPENAI_PREFIX)
         if host is None or not _LOOPBACK_HOST.fullmatch(host):
             body = _error(
@@ -449,6 +521,10 @@ class ProxyApp(FastAPI):
         # the error instead of a reset while it is still sending.
         limit = self.max_body_bytes
         too_large = self.too_large_openai_body if openai else self.too_large_body
+        if chunked and length is not None:  # which one frames the body? (request smuggling)
+            message = "both Transfer-Encoding and Content-Length are set"
+            await _send(send, 400, _error("bad_request", message, openai=openai), close=True)
+            return
         if length is not None:
             if not length.isdigit():
                 body = _error("bad_request", "bad Content-Length", openai=openai)
@@ -477,10 +553,12 @@ class ProxyApp(FastAPI):
         handler = self.routes_impl.lookup(scope["method"], scope["path"])
         if handler is not None:
             auth = authorization.decode("latin-1") if authorization is not None else None
-            status, payload, content_type = await self.routes_impl.run(
-                handler, auth, body, openai=openai
+            reply = await _unless_disconnected(
+                self.routes_impl.run(handler, auth, body, openai=openai), receive
             )
-            await _send(send, status, payload, content_type=content_type)
+            if reply is not None:
+                status, payload, content_type = reply
+                await _send(send, status, payload, content_type=content_type)
             return
 
         replayed = False

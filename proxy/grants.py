@@ -17,9 +17,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrun.safetext import repaired_note
+
 #: Secrets shorter than this are not redacted: replacing every "a" would destroy the record.
 MIN_SECRET_LENGTH = 4
 REDACTED = "***"
+
+
+@dataclass(eq=False)
+class Reservation:
+    """Calls of one batch that are reserved but not started yet (``pending``): they are given
+    back, not charged, when the batch ends early or the grant is revoked."""
+
+    pending: int
 
 
 @dataclass(eq=False)
@@ -34,6 +44,7 @@ class Grant:
     revoked: bool = False
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    reservations: set[Reservation] = field(default_factory=set, repr=False)
     input_tokens: int = 0
     output_tokens: int = 0
     cached_calls: int = 0
@@ -153,11 +164,45 @@ class GrantRegistry:
             grant.used += n
             return True
 
+    def reserve_batch(self, grant: Grant, n: int) -> Reservation | None:
+        """Reserve ``n`` calls, all or none, to be started request by request with
+        :meth:`start`."""
+        with self._lock:
+            if n < 0 or grant.revoked or grant.used + n > grant.max_calls:
+                return None
+            grant.used += n
+            reservation = Reservation(n)
+            grant.reservations.add(reservation)
+            return reservation
+
+    def start(self, grant: Grant, reservation: Reservation, n: int = 1) -> bool:
+        """A reserved request costing ``n`` calls (a judge panel: one per member) may go
+        upstream now; it is charged from here on."""
+        with self._lock:
+            if grant.revoked or reservation.pending < n:
+                return False
+            reservation.pending -= n
+            return True
+
+    def release(self, grant: Grant, reservation: Reservation) -> None:
+        """Give back the calls of ``reservation`` that never started."""
+        with self._lock:
+            self._release(grant, reservation)
+
+    @staticmethod
+    def _release(grant: Grant, reservation: Reservation) -> None:
+        grant.used -= reservation.pending
+        reservation.pending = 0
+        grant.reservations.discard(reservation)
+
     def revoke(self, grant: Grant) -> None:
-        """Later calls with this token get 401; upstream calls still running are cancelled."""
+        """Later calls with this token get 401; upstream calls still running are cancelled and
+        queued batch calls are given back, so the usage read right after this is final."""
         with self._lock:
             grant.revoked = True
             self._by_digest.pop(_digest(grant.token), None)
+            for reservation in list(grant.reservations):
+                self._release(grant, reservation)
         for task in list(grant.tasks):
             task.cancel()
 
@@ -191,6 +236,7 @@ class GrantRegistry:
         replayed: bool = False,
         cost_usd: float | None = None,
         panel: dict[str, Any] | None = None,
+        repaired: int = 0,
     ) -> None:
         """Account one finished call and keep a redacted copy of its prompt and response."""
         grant.latency_ms += latency_ms
@@ -219,6 +265,8 @@ class GrantRegistry:
             entry["error_code"] = error_code
         if panel is not None:
             entry["panel"] = redact.any(panel, grant.token)
+        if repaired:
+            entry["warnings"] = [repaired_note(repaired, "the judge's reply")]
         grant.records.append(entry)
 
 

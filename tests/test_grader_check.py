@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+
+import pytest
 
 from tests.conftest import run_cli
 
@@ -29,3 +32,24 @@ def test_broken_grader_is_reported(tmp_path):
     assert "4 of 4 payloads broke the protocol" in result.stdout
     assert "between 0 and 1" in result.stdout
     assert "RuntimeError" in result.stdout
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_js_grader_passes_in_both_modes():
+    result = run_cli("grader", "check", "--", "node", "graders/js/contextual-precision.mjs")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "follows the protocol on all 4 payloads (also in stream mode)" in result.stdout
+    assert result.stdout.count("serve") >= 4
+
+
+def test_a_grader_that_does_not_serve_still_passes_per_process(tmp_path):
+    grader = tmp_path / "once.py"
+    grader.write_text("import sys\nsys.stdin.read()\nprint('{\"score\": 1}')\n")
+    wide = {**os.environ, "COLUMNS": "250"}
+    result = run_cli("grader", "check", "--", sys.executable, str(grader), env=wide)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "does not answer in stream mode" in result.stdout
+    strict = run_cli(
+        "grader", "check", "--mode", "serve", "--timeout", "2", "--", sys.executable, str(grader)
+    )
+    assert strict.returncode == 1

@@ -38,6 +38,11 @@ def check(
         "-v",
         help="Also show each payload's reason, its judge calls and the judge's replies.",
     ),
+    mode: str = typer.Option(
+        "both",
+        "--mode",
+        help="process (one process per payload), serve (stream mode, one worker) or both.",
+    ),
 ) -> None:
     """Run a grader against golden payloads and a scripted judge; report contract violations."""
     from evalrun.launcher.conformance import check_grader, write_golden_payloads
@@ -45,32 +50,46 @@ def check(
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
         write_golden_payloads(dump)
+    modes = {"both": ("process", "serve"), "process": ("process",), "serve": ("serve",)}
+    if mode not in modes:
+        raise typer.BadParameter("--mode must be process, serve or both")
     results = asyncio.run(
-        check_grader(command, cwd=cwd.resolve(), max_calls=max_calls, timeout=timeout)
+        check_grader(
+            command, cwd=cwd.resolve(), max_calls=max_calls, timeout=timeout, modes=modes[mode]
+        )
     )
     console = Console()
     table = Table(title=f"grader check: {' '.join(command)}", title_justify="left")
-    for column in ("payload", "status", "score", "judge calls", "findings"):
+    for column in ("payload", "mode", "status", "score", "judge calls", "findings"):
         table.add_column(column)
-    failures = 0
+    broken: set[str] = set()
     for r in results:
         findings = [f"[red]✗ {p}[/]" for p in r.problems] + [
             f"[yellow]! {w}[/]" for w in r.warnings
         ]
-        failures += bool(r.problems)
+        if r.problems:
+            broken.add(r.payload)
         calls = str(r.result.proxy.calls) if r.result.proxy else "-"
         score = "-" if r.result.score is None else f"{r.result.score:.3f}"
         table.add_row(
-            r.payload, r.result.status, score, calls, "\n".join(findings) or "[green]ok[/]"
+            r.payload,
+            r.mode,
+            r.result.status,
+            score,
+            calls,
+            "\n".join(findings) or "[green]ok[/]",
         )
     console.print(table)
     if verbose:
         for r in results:
             _print_details(console, r)
-    if failures:
-        console.print(f"[red]{failures} of {len(results)} payloads broke the protocol[/]")
+    payloads = len({r.payload for r in results if r.payload != "(all)"})
+    if broken:
+        console.print(f"[red]{len(broken)} of {payloads} payloads broke the protocol[/]")
         raise typer.Exit(1)
-    console.print(f"[green]the grader follows the protocol on all {len(results)} payloads[/]")
+    served = any(r.mode == "serve" and r.payload != "(all)" for r in results)
+    how = " (also in stream mode)" if served and mode == "both" else ""
+    console.print(f"[green]the grader follows the protocol on all {payloads} payloads{how}[/]")
 
 
 def _print_details(console: Console, r: CheckResult) -> None:
@@ -78,7 +97,7 @@ def _print_details(console: Console, r: CheckResult) -> None:
     from rich.markup import escape
 
     result = r.result
-    console.print(f"[bold]{escape(r.payload)}[/] ({result.status})", highlight=False)
+    console.print(f"[bold]{escape(r.payload)}[/] {r.mode} ({result.status})", highlight=False)
     console.print(f"  reason: {escape(result.reason or '-')}", highlight=False)
     if result.stderr_tail:
         console.print(f"  stderr: {escape(result.stderr_tail.splitlines()[-1])}", highlight=False)

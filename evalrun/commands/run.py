@@ -13,12 +13,15 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
+from evalrun.results.bundle import BundleError
 from evalrun.results.models import CaseResult
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.selection import parse_shard, select_cases
+from evalrun.safetext import printable
 from evalrun.spec.loader import EvalFileError, load_eval
 from evalrun.spec.schema import eval_json_schema, targets_json_schema
 from evalrun.suggest import closest
@@ -35,13 +38,13 @@ _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "y
 
 
 def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {printable(message, multiline=True)}", err=True)
     return typer.Exit(ExitCode.USAGE)
 
 
 def _fail_all(problems: list[str], what: str) -> typer.Exit:
     for problem in problems:
-        typer.echo(problem, err=True)
+        typer.echo(printable(problem, multiline=True), err=True)
     count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
     typer.echo(f"error: {what}: {count} above", err=True)
     return typer.Exit(ExitCode.USAGE)
@@ -183,6 +186,7 @@ def run(
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         options = RunOptions(
             out=resume or out or Path(".evalrun/runs") / f"{stamp}-{loaded.name}",
+            unique_out=resume is None and out is None,
             target=target,
             judge=judge,
             targets_file=targets,
@@ -207,9 +211,10 @@ def run(
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
         run_ = EvalRun(loaded, options)
+        writer = run_.open_bundle()
     except PreflightError as exc:
         raise _fail_all(exc.problems, "the run did not start") from None
-    except (EvalFileError, ConfigError, SourceError, ValueError) as exc:
+    except (EvalFileError, ConfigError, SourceError, BundleError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if not run_.cases:  # an empty shard is not an error (docs/github-actions.md)
         typer.echo(
@@ -220,27 +225,32 @@ def run(
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
     try:
-        outcome = asyncio.run(run_.run())
+        outcome = asyncio.run(run_.run(writer))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written
         raise _fail(str(exc)) from None
-    _write_reports(options)
-    if not quiet:
-        _print_table(outcome.cases, outcome.total, outcome.summary, options.out)
+    if outcome.write_error is not None:
+        typer.echo(
+            f"error: the run bundle is incomplete: {printable(outcome.write_error)}", err=True
+        )
     else:
-        print(options.out)
+        _write_reports(outcome.out or options.out, options.report_formats)
+    if not quiet:
+        _print_table(outcome.cases, outcome.total, outcome.summary, outcome.out or options.out)
+    else:
+        print(printable(outcome.out or options.out))
     raise typer.Exit(outcome.exit_code)
 
 
-def _write_reports(options: RunOptions) -> None:
+def _write_reports(out: Path, formats: tuple[str, ...]) -> None:
     try:
         from evalrun.reporters import write_reports
     except ImportError:
         return
-    write_reports(options.out, options.report_formats)
+    write_reports(out, formats)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from evalrun.reporters import github_actions
 
-        github_actions(options.out)
+        github_actions(out)
 
 
 #: Width of the table when stdout is a file or a pipe: wide enough for whole names.
@@ -253,7 +263,9 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     if not console.is_terminal:  # a CI log or a file: no 80-column cut (rich's default)
         console = Console(width=PLAIN_WIDTH)
     grader_names = list(dict.fromkeys(g.name for c in rows for g in c.graders))
-    console.print(summary.get("description") or summary.get("eval"), style="bold", highlight=False)
+    title = printable(summary.get("description") or summary.get("eval") or "", multiline=True)
+    # soft_wrap: no line breaks of rich's own, so no user text can land at a line's start
+    console.print(Text(title), style="bold", highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("case")
     repeats = any(c.repeat for c in rows)
@@ -262,13 +274,13 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     table.add_column("status")
     table.add_column("score", justify="right")
     for name in grader_names:
-        table.add_column(name, justify="right")
+        table.add_column(Text(printable(name)), justify="right")
     for case in rows:
         by_name = {g.name: g for g in case.graders}
-        cells = [case.id]
+        cells: list[str | Text] = [Text(printable(case.id))]
         if repeats:
             cells.append(str(case.repeat))
-        cells.append(f"[{_STYLE[case.status]}]{case.status}[/]")
+        cells.append(Text(case.status, style=_STYLE[case.status]))
         cells.append("-" if case.score is None else f"{case.score:.3f}")
         for name in grader_names:
             g = by_name.get(name)
@@ -288,10 +300,12 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     line += ", ".join(parts)
     if mean is not None:
         line += f" · mean score {mean:.3f}"
+    if summary.get("missing"):
+        line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)
-    console.print(f"run bundle: {out}", highlight=False)
+    console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
 
 
 def plural(n: int, word: str) -> str:
@@ -328,7 +342,7 @@ def validate(
         if isinstance(found, list):
             problems += found
         else:
-            print(found)
+            print(printable(found))
     if problems:
         raise _fail_all(problems, "validate")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.protocol import error_line
+from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import GraderResult
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.targets import TargetConfig, TargetPool, TargetsFile
@@ -79,6 +80,11 @@ GOLDEN: list[tuple[str, dict, str | None]] = [
 ]
 
 
+#: How long the first payload in stream mode may take before the grader counts as one that
+#: does not serve (a per-process grader waits for the end of stdin, which never comes).
+SERVE_PROBE_S = 5.0
+
+
 @dataclass
 class CheckResult:
     payload: str
@@ -87,6 +93,7 @@ class CheckResult:
     warnings: list[str] = field(default_factory=list)
     #: The proxy's records of this payload's judge calls (question, task, reply).
     judge_calls: list[dict] = field(default_factory=list)
+    mode: str = "process"
 
 
 def _problems(result: GraderResult) -> tuple[list[str], list[str]]:
@@ -110,7 +117,11 @@ async def check_grader(
     max_calls: int = 20,
     timeout: float = 60,
     config: dict | None = None,
+    modes: tuple[str, ...] = ("process", "serve"),
 ) -> list[CheckResult]:
+    """Every golden payload in each mode. In stream mode one worker serves them all, and its
+    results must match the per-process ones; with both modes asked, a grader that does not
+    answer its first line at all is reported as one that does not serve, not as broken."""
     from proxy import JudgeProxy
 
     judge = TargetConfig(name=JUDGE, kind="mock", rules=_JUDGE_RULES, default=_JUDGE_DEFAULT)
@@ -121,6 +132,7 @@ async def check_grader(
         target={"max_calls": max_calls},
         timeout=timeout,
         config=config or {},
+        mode="process",
     )
     out: list[CheckResult] = []
     async with JudgeProxy(pool.get, pool.names) as proxy:
@@ -129,20 +141,67 @@ async def check_grader(
             return proxy
 
         ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started)
-        for name, case_data, output in GOLDEN:
-            case = TestCase.model_validate(case_data)
-            run = await run_grader(spec, case, output, ctx)
-            first = run.result
-            problems, warnings = _problems(first)
-            if first.status in ("passed", "failed"):
-                second = (await run_grader(spec, case, output, ctx)).result
-                if second.score != first.score:
-                    warnings.append(
-                        f"not deterministic against a scripted judge: {first.score} then {second.score}"
-                    )
-            out.append(CheckResult(name, first, problems, warnings, run.judge_calls))
+        by_payload: dict[str, GraderResult] = {}
+        if "process" in modes:
+            for name, case_data, output in GOLDEN:
+                case = TestCase.model_validate(case_data)
+                run = await run_grader(spec, case, output, ctx)
+                first = run.result
+                problems, warnings = _problems(first)
+                if first.status in ("passed", "failed"):
+                    second = (await run_grader(spec, case, output, ctx)).result
+                    if second.score != first.score:
+                        warnings.append(
+                            f"not deterministic against a scripted judge: {first.score} then {second.score}"
+                        )
+                by_payload[name] = first
+                out.append(CheckResult(name, first, problems, warnings, run.judge_calls))
+        if "serve" in modes:
+            out += await _check_serving(spec, ctx, by_payload, strict=modes == ("serve",))
     await pool.aclose()
     return out
+
+
+async def _check_serving(
+    spec: GraderSpec, ctx: LaunchContext, per_process: dict[str, GraderResult], *, strict: bool
+) -> list[CheckResult]:
+    pools = GraderPools(1)
+    serving = LaunchContext(eval_dir=ctx.eval_dir, judge=ctx.judge, proxy=ctx.proxy, pools=pools)
+    out: list[CheckResult] = []
+    try:
+        for index, (name, case_data, output) in enumerate(GOLDEN):
+            timeout = spec.timeout if strict or index else min(spec.timeout, SERVE_PROBE_S)
+            served = spec.model_copy(update={"mode": "serve", "timeout": timeout})
+            case = TestCase.model_validate(case_data)
+            run = await run_grader(served, case, output, serving)
+            result = run.result
+            if index == 0 and not strict and result.status == "error" and _did_not_serve(result):
+                note = "does not answer in stream mode (run it with mode: process)"
+                return [CheckResult("(all)", result, [], [note], run.judge_calls, "serve")]
+            problems, warnings = _problems(result)
+            before = per_process.get(name)
+            if before is not None and (before.status, before.score) != (
+                result.status,
+                result.score,
+            ):
+                problems.append(
+                    f"stream mode gives {result.status} {result.score}, "
+                    f"one process per case {before.status} {before.score}"
+                )
+            out.append(CheckResult(name, result, problems, warnings, run.judge_calls, "serve"))
+    finally:
+        await pools.close()
+    if pools.workers_started > 1:
+        out[-1].warnings.append(
+            f"{pools.workers_started} worker processes for {len(GOLDEN)} payloads "
+            "(a served grader should keep running between cases)"
+        )
+    return out
+
+
+def _did_not_serve(result: GraderResult) -> bool:
+    reason = result.reason
+    return "timed out" in reason or "before it answered" in reason or "{exit, result}" in reason
 
 
 def write_golden_payloads(folder: Path | None = None) -> Path:

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.deterministic import run_deterministic
-from evalrun.launcher.environment import grader_environment
+from evalrun.launcher.environment import grader_environment, proxy_variables
 from evalrun.launcher.payload import build_payload
-from evalrun.launcher.process import run_process
+from evalrun.launcher.process import ProcessOutcome, run_process
 from evalrun.launcher.protocol import interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
+from evalrun.launcher.serve import GraderPools, case_line
 from evalrun.results.models import GraderResult, ProxyUsage
 from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
 
@@ -38,6 +39,8 @@ class LaunchContext:
     #: Starts the judge proxy on first use and returns it (``proxy.JudgeProxy``).
     proxy: Callable[[], Awaitable[Any]] | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    #: Stream-mode workers; without them every grader runs one process per case.
+    pools: GraderPools | None = None
 
 
 @dataclass
@@ -50,6 +53,11 @@ def grader_argv(spec: GraderSpec) -> list[str]:
     if spec.type in BUILTIN_MODULES:
         return [sys.executable, "-m", BUILTIN_MODULES[spec.type]]
     return spec.argv
+
+
+def grader_mode(spec: GraderSpec) -> str:
+    """``serve`` or ``process``: the built-in graders serve unless told otherwise."""
+    return spec.mode or ("serve" if spec.type in BUILTIN_MODULES else "process")
 
 
 def needs_judge(spec: GraderSpec) -> bool:
@@ -69,7 +77,7 @@ async def run_grader(
     if access is None and spec.type in BUILTIN_MODULES:
         spec = spec.model_copy(update={"target": True})
         access = spec.access
-    payload = json.dumps(build_payload(case, spec, output, attempt), ensure_ascii=False).encode()
+    payload = build_payload(case, spec, output, attempt)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant = None
     proxy = None
@@ -82,22 +90,8 @@ async def run_grader(
             grader=spec.name,
             case_id=case.id,
         )
-    env = grader_environment(
-        secret_names=ctx.secret_names,
-        allow=spec.env,
-        proxy_url=proxy.url if proxy else None,
-        proxy_token=grant.token if grant else None,
-    )
     try:
-        argv = _resolve_argv(grader_argv(spec), ctx.eval_dir)
-        sandbox = ctx.sandbox.for_grader(spec.sandbox)
-        route = None
-        if proxy is not None and proxy.unix_socket is not None:
-            route = ProxyRoute(proxy.port, proxy.unix_socket)
-        outcome = await run_process(
-            sandbox.wrap(argv, cwd, route), payload, cwd=cwd, env=env, timeout=spec.timeout
-        )
-        outcome.exit_code = sandbox.exit_status(outcome.exit_code)
+        outcome = await _launch(spec, payload, cwd, ctx, proxy, grant)
     finally:
         if grant is not None and proxy is not None:
             proxy.revoke(grant)
@@ -105,10 +99,53 @@ async def run_grader(
         outcome, name=spec.name or spec.type, threshold=spec.threshold, weight=spec.weight
     )
     calls: list[dict[str, Any]] = []
-    if grant is not None:
+    if grant is not None and proxy is not None:
+        _redact(result, proxy.registry.redactor, grant.token)
         result.proxy = ProxyUsage(**grant.usage())
         calls = list(grant.records)
     return GraderRun(result, calls)
+
+
+def _redact(result: GraderResult, redactor: Any, token: str) -> None:
+    """The grant's token and provider keys never reach the bundle, even if a grader prints
+    them (docs/security.md). ``redactor`` is ``proxy.grants.Redactor``."""
+    result.reason = redactor.text(result.reason, token)
+    result.stderr_tail = redactor.text(result.stderr_tail, token)
+    result.hits = redactor.any(result.hits, token)
+    result.misses = redactor.any(result.misses, token)
+    result.checks = redactor.any(result.checks, token)
+    result.details = redactor.any(result.details, token)
+
+
+async def _launch(
+    spec: GraderSpec,
+    payload: dict[str, Any],
+    cwd: Path,
+    ctx: LaunchContext,
+    proxy: Any,
+    grant: Any,
+) -> ProcessOutcome:
+    """Run the case in a served worker or in a process of its own; the grant lives meanwhile."""
+    sandbox = ctx.sandbox.for_grader(spec.sandbox)
+    route = None
+    if proxy is not None and proxy.unix_socket is not None:
+        route = ProxyRoute(proxy.port, proxy.unix_socket)
+    argv = sandbox.wrap(_resolve_argv(grader_argv(spec), ctx.eval_dir), cwd, route)
+    per_case = proxy_variables(proxy.url, grant.token) if grant is not None else {}
+    if ctx.pools is not None and grader_mode(spec) == "serve":
+        pool = ctx.pools.pool(
+            argv,
+            cwd,
+            spec.env,
+            lambda: grader_environment(secret_names=ctx.secret_names, allow=spec.env),
+            exit_status=sandbox.exit_status,
+        )
+        return await pool.run(case_line(payload, per_case), spec.timeout)
+    env = {**grader_environment(secret_names=ctx.secret_names, allow=spec.env), **per_case}
+    stdin = json.dumps(payload, ensure_ascii=False).encode()
+    outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)
+    outcome.exit_code = sandbox.exit_status(outcome.exit_code)
+    return outcome
 
 
 def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:

@@ -28,6 +28,8 @@ class ProcessOutcome:
     timed_out: bool = False
     overflowed: bool = False
     spawn_error: str | None = None
+    #: why the grader's answer cannot be used at all (stream mode: it died or broke the framing)
+    failure: str | None = None
 
 
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):

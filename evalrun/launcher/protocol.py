@@ -17,6 +17,7 @@ from typing import Any
 
 from evalrun.launcher.process import ProcessOutcome
 from evalrun.results.models import GraderResult
+from evalrun.safetext import repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
 REASON_CHARS = 300
@@ -73,6 +74,10 @@ def interpret(
     if outcome.overflowed:
         base.reason = "grader printed more than the stdout limit and was killed"
         return base
+    if outcome.failure:
+        line = error_line(outcome.stderr_tail)
+        base.reason = outcome.failure + (f": {line}" if line else "")
+        return base
     code = outcome.exit_code
     if code is not None and code < 0:
         base.reason = f"grader was killed by signal {_signal_name(-code)}"
@@ -83,6 +88,10 @@ def interpret(
         base.reason = "grader output is not valid UTF-8"
         return base
     document = _json_object(text)
+    if document is not None:
+        document, replaced = repair_json(document)
+        if replaced:
+            base.warnings.append(repaired_note(replaced, "grader output"))
 
     if code == ABSTAIN_EXIT:
         base.status = "unscored"

@@ -15,6 +15,7 @@ from typing import TextIO
 
 from evalrun.reporters import markdown
 from evalrun.reporters.bundle_view import BundleView, case_problems, load_bundle
+from evalrun.safetext import escape_controls, no_workflow_commands
 
 #: GitHub refuses job summaries over 1 MiB; stay well under it.
 SUMMARY_LIMIT = 900_000
@@ -22,7 +23,10 @@ ANNOTATION_LIMIT = 50
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A command's message: the workflow-command encoding (lines kept as ``%0A``), then control
+    characters shown as escapes and no old-style ``##[`` command (evalrun.safetext)."""
+    encoded = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return no_workflow_commands(escape_controls(encoded))
 
 
 def escape_property(text: str) -> str:

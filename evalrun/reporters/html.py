@@ -25,6 +25,7 @@ from evalrun.reporters.bundle_view import (
 )
 from evalrun.results.models import STATUSES, CaseResult, GraderResult
 from evalrun.results.summary import SCORE_BINS, Series
+from evalrun.safetext import escape_controls, no_workflow_commands
 
 _BREAK_AFTER = re.compile(r"([-_./:])(?=[^-_./:])")
 
@@ -37,7 +38,10 @@ COLORS = {"passed": "#2e9d5b", "failed": "#d2453f", "error": "#e39a23", "unscore
 
 
 def e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """Escaped text; control characters shown as escapes, no line a workflow command (the page
+    may be printed with ``evalrun report --format html -o -``)."""
+    plain = escape_controls("" if value is None else str(value), keep_newlines=True)
+    return no_workflow_commands(html.escape(plain, quote=True))
 
 
 def _num(value: float | None) -> str:

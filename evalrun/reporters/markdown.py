@@ -1,7 +1,8 @@
 """report.md: a summary for people and for GitHub's job summary.
 
-All case text is escaped: it is HTML-escaped (GitHub renders inline HTML) and Markdown's
-active characters are backslash-escaped, so a grader's reason cannot inject markup.
+All case text is escaped: control characters are shown as escapes, it is HTML-escaped (GitHub
+renders inline HTML), Markdown's active characters are backslash-escaped, so a grader's reason
+cannot inject markup, and no line can start a GitHub workflow command (evalrun.safetext).
 """
 
 from __future__ import annotations
@@ -21,25 +22,31 @@ from evalrun.reporters.bundle_view import (
     case_problems,
 )
 from evalrun.results.models import CaseResult, GraderResult
+from evalrun.safetext import escape_controls, no_workflow_commands, printable
 
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]{}#!|~])")
 OUTPUT_LIMIT = 4000
 
 
+def _escaped(value: Any) -> str:
+    plain = escape_controls(str(value), keep_newlines=True)
+    return _MD_ACTIVE.sub(r"\\\1", html.escape(plain, quote=False))
+
+
 def text(value: Any) -> str:
     """Inline Markdown text: escaped, one line."""
-    escaped = _MD_ACTIVE.sub(r"\\\1", html.escape(str(value), quote=False))
-    return re.sub(r"\s*\n\s*", " ", escaped).strip()
+    return no_workflow_commands(re.sub(r"\s*\n\s*", " ", _escaped(value)).strip())
 
 
 def cell(value: Any) -> str:
     """A table cell: like :func:`text` but keeps line breaks as ``<br>``."""
-    escaped = _MD_ACTIVE.sub(r"\\\1", html.escape(str(value), quote=False))
-    return "<br>".join(line.strip() for line in escaped.strip().splitlines()) or " "
+    lines = _escaped(value).strip().splitlines()
+    return no_workflow_commands("<br>".join(line.strip() for line in lines)) or " "
 
 
 def pre(value: Any) -> str:
-    return f"<pre>{html.escape(str(value), quote=False)}</pre>"
+    plain = escape_controls(str(value), keep_newlines=True)
+    return f"<pre>{no_workflow_commands(html.escape(plain, quote=False))}</pre>"
 
 
 def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
@@ -198,7 +205,7 @@ def _grader_detail(grader: GraderResult) -> list[str]:
 
 def _case_details(view: BundleView, case: CaseResult) -> list[str]:
     summary = (
-        f"{fmt.STATUS_ICONS.get(case.status, '')} <b>{html.escape(view.label(case))}</b>: "
+        f"{fmt.STATUS_ICONS.get(case.status, '')} <b>{html.escape(printable(view.label(case)))}</b>: "
         f"{case.status}, score {fmt.score(case.score)}"
     )
     lines = ["<details>", f"<summary>{summary}</summary>", ""]

@@ -3,7 +3,9 @@ and the judge-call log. Reporters read bundles, never the runner's memory."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -14,50 +16,153 @@ SUMMARY = "summary.json"
 JUDGE_CALLS = "judge-calls.jsonl"
 
 
-class BundleWriter:
-    """Appends each case the moment it finishes and flushes, so a crash loses nothing."""
+#: how many ``-2``, ``-3``, ... suffixes a default bundle name may get before giving up
+MAX_SUFFIX = 1000
 
-    def __init__(self, directory: Path, *, append: bool = False) -> None:
+
+class BundleError(Exception):
+    """The bundle folder cannot be used: not empty, not a folder, or in use by another run."""
+
+
+class BundleWriteError(Exception):
+    """Writing to the bundle failed; the run must fail loudly (docs/results.md)."""
+
+
+def claim_folder(path: Path, *, unique: bool) -> tuple[Path, bool]:
+    """A run's bundle folder, owned by this run alone (docs/results.md).
+
+    ``unique`` (the default ``.evalrun/runs/<time>-<eval>``): created exclusively, with a
+    ``-2``, ``-3``, ... suffix when the name is taken. Otherwise (``--out``): a new or empty
+    folder; a non-empty one is refused. Returns the folder and whether this call created it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if unique:
+        for n in range(1, MAX_SUFFIX + 1):
+            candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
+            with contextlib.suppress(FileExistsError):
+                candidate.mkdir()
+                return candidate, True
+        raise BundleError(f"{path}: {MAX_SUFFIX} run bundles of this name exist already")
+    try:
+        path.mkdir()
+        return path, True
+    except FileExistsError:
+        if not path.is_dir():
+            raise BundleError(f"--out {path}: exists and is not a folder") from None
+        if any(path.iterdir()):
+            raise BundleError(
+                f"--out {path}: the folder is not empty; pass --resume {path} to continue that "
+                "run, or choose a new or empty folder"
+            ) from None
+    return path, False
+
+
+def _lock(handle: IO[str], directory: Path) -> None:
+    """Hold an exclusive lock on the results file for the life of the run (POSIX only)."""
+    try:
+        import fcntl
+    except ImportError:
+        return
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise BundleError(f"{directory}: another evalrun is writing this run bundle") from None
+
+
+class BundleWriter:
+    """Appends each case the moment it finishes and flushes, so a crash loses nothing.
+
+    ``exclusive``: ``results.jsonl`` must not exist yet (a run's own fresh folder), so two runs
+    can never write one bundle. Otherwise (``--resume``, merge) the files are rewritten. Either
+    way the results file stays locked until :meth:`close`.
+    """
+
+    def __init__(self, directory: Path, *, exclusive: bool = False) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
-        mode = "a" if append else "w"
-        self._results: IO[str] = open(directory / RESULTS, mode, encoding="utf-8")  # noqa: SIM115
-        self._calls: IO[str] = open(directory / JUDGE_CALLS, mode, encoding="utf-8")  # noqa: SIM115
+        try:
+            results = open(directory / RESULTS, "x" if exclusive else "a", encoding="utf-8")  # noqa: SIM115
+        except FileExistsError:
+            raise BundleError(f"{directory}: another run has started writing here") from None
+        _lock(results, directory)
+        results.truncate(0)
+        self._results: IO[str] = results
+        self._fresh = exclusive
+        self.failed = False
+        self._calls: IO[str] = open(directory / JUDGE_CALLS, "w", encoding="utf-8")  # noqa: SIM115
 
     def add_case(self, case: CaseResult) -> None:
-        self._results.write(json.dumps(case.to_dict(), ensure_ascii=False, default=str) + "\n")
-        self._results.flush()
+        self._write(self._results, [case.to_dict()])
 
     def add_judge_calls(self, records: list[dict[str, Any]]) -> None:
-        for record in records:
-            self._calls.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
         if records:
-            self._calls.flush()
+            self._write(self._calls, records)
+
+    def _write(self, handle: IO[str], records: list[dict[str, Any]]) -> None:
+        """Whole lines only: everything is serialized and encoded before one write."""
+        try:
+            text = "".join(
+                json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in records
+            )
+            handle.buffer.write(text.encode("utf-8"))  # type: ignore[attr-defined]
+            handle.flush()
+        except (OSError, ValueError) as exc:
+            self.failed = True
+            raise BundleWriteError(f"cannot write {Path(handle.name).name}: {exc}") from exc
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         tmp = self.directory / (SUMMARY + ".tmp")
-        tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n")
-        tmp.replace(self.directory / SUMMARY)
+        try:
+            text = json.dumps(summary, indent=2, ensure_ascii=False, default=str) + "\n"
+            tmp.write_bytes(text.encode("utf-8"))
+            tmp.replace(self.directory / SUMMARY)
+        except (OSError, ValueError) as exc:
+            raise BundleWriteError(f"cannot write {SUMMARY}: {exc}") from exc
+
+    def discard(self, *, remove_folder: bool) -> None:
+        """Close, and remove what this writer created in a fresh folder (the run never
+        started); the folder too when the run created it."""
+        self.close()
+        if self._fresh:
+            for name in (RESULTS, JUDGE_CALLS):
+                (self.directory / name).unlink(missing_ok=True)
+            if remove_folder:
+                with contextlib.suppress(OSError):
+                    self.directory.rmdir()
 
     def close(self) -> None:
-        self._results.close()
-        self._calls.close()
+        """Close both files; bytes a failed write left buffered are dropped, not retried."""
+        problems = []
+        for handle in (self._results, self._calls):
+            try:
+                handle.close()
+            except (OSError, ValueError) as exc:
+                problems.append(f"cannot write {Path(handle.name).name}: {exc}")
+                with contextlib.suppress(OSError, ValueError):
+                    handle.buffer.raw.close()  # type: ignore[attr-defined]
+        if problems and not self.failed:
+            raise BundleWriteError("; ".join(problems))
+
+
+def iter_results(directory: Path) -> Iterator[CaseResult]:
+    """Every complete line of ``results.jsonl``, one at a time; a torn last line (crash
+    mid-write) is skipped."""
+    path = directory / RESULTS
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                yield CaseResult.from_dict(json.loads(line))
+            except (json.JSONDecodeError, TypeError):
+                continue
 
 
 def read_results(directory: Path) -> list[CaseResult]:
-    """Every complete line of ``results.jsonl``; a torn last line (crash mid-write) is skipped."""
-    path = directory / RESULTS
-    if not path.is_file():
-        return []
-    cases = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        try:
-            cases.append(CaseResult.from_dict(json.loads(line)))
-        except (json.JSONDecodeError, TypeError):
-            continue
-    return cases
+    return list(iter_results(directory))
 
 
 def read_summary(directory: Path) -> dict[str, Any]:

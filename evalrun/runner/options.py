@@ -20,6 +20,8 @@ class ExitCode:
 @dataclass
 class RunOptions:
     out: Path
+    #: ``out`` is the default name: a ``-2``, ``-3`` ... suffix when taken (else it must be empty)
+    unique_out: bool = False
     target: str | None = None
     judge: str | None = None
     targets_file: Path | None = None

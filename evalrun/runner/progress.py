@@ -10,6 +10,7 @@ from typing import TextIO
 from rich.markup import escape
 
 from evalrun.results.models import CaseResult
+from evalrun.safetext import printable
 
 _STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
@@ -75,14 +76,16 @@ class Progress:
             if case.status in ("failed", "error"):
                 color = _STATUS_STYLE[case.status]
                 self._bar.console.print(
-                    f"[{color}]{case.status}[/] {escape(self._label(case))}: {escape(_why(case))}",
+                    f"[{color}]{case.status}[/] {escape(printable(self._label(case)))}: "
+                    f"{escape(printable(_why(case)))}",
                     highlight=False,
                 )
             return
         score = "-" if case.score is None else f"{case.score:.3f}"
-        line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {self._label(case)}"
+        label = printable(self._label(case))
+        line = f"[{self.done}/{self.total}] {case.status:<8} {score:>6}  {label}"
         if case.status in ("failed", "error", "unscored"):
-            line += f"  ({_why(case)})"
+            line += f"  ({printable(_why(case))})"
         print(line, file=self.stream, flush=True)
 
     def _label(self, case: CaseResult) -> str:

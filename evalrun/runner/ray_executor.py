@@ -237,7 +237,7 @@ class RayExecutor:
                 config = run.pool.file.get(name)
                 actor_name = spec.limiters[name] = f"evalrun-limit-{run_id}-{name}"
                 limiters[name] = ClusterLimit.options(name=actor_name).remote(
-                    config.max_concurrency
+                    config.concurrency_bounds[0]  # fixed on a cluster, not adaptive
                 )
             cpus = int(ray.cluster_resources().get("CPU", 1))
             count = max(1, min(cpus, options.workers))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import importlib.util
 import shutil
 import signal
@@ -21,7 +22,14 @@ from typing import Any, Protocol
 
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
-from evalrun.results.bundle import BundleWriter, read_results
+from evalrun.launcher.serve import GraderPools
+from evalrun.results.bundle import (
+    BundleWriteError,
+    BundleWriter,
+    claim_folder,
+    iter_results,
+    read_results,
+)
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import StatsBuilder, summary_dict
@@ -29,6 +37,7 @@ from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval, survey_cases
 from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys, select_cases
+from evalrun.safetext import repaired_note
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase, as_messages
 from evalrun.targets import (
@@ -72,6 +81,10 @@ class RunOutcome:
     cases: list[CaseResult]
     #: How many results the run has in all.
     total: int = 0
+    #: the bundle folder this run wrote (a suffix is added when the default name is taken)
+    out: Path | None = None
+    #: why writing the bundle failed, if it did (the exit code is then 3)
+    write_error: str | None = None
 
 
 class EvalRun:
@@ -108,7 +121,11 @@ class EvalRun:
         self._proxy: Any = None
         self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
+        self._pools = GraderPools(options.workers)
+        #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
+        self.target_stats: dict[str, dict[str, Any]] = {}
         self._interrupted = False
+        self._write_error: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     def graders_for(self, case: TestCase) -> list[GraderSpec]:
@@ -156,13 +173,32 @@ class EvalRun:
                 self._proxy = proxy
             return self._proxy
 
-    async def run(self) -> RunOutcome:
+    def open_bundle(self) -> BundleWriter:
+        """Claim this run's bundle folder and open its files (BundleError: exit 2, nothing ran).
+        With ``--resume`` the finished cases already there are kept."""
         options = self.options
-        kept: list[CaseResult] = []
-        done: set[tuple[str, int]] = set()
         if options.resume:
             done = finished_keys(read_results(options.out))
             kept = [c for c in read_results(options.out) if (c.id, c.repeat) in done]
+            writer = BundleWriter(options.out)
+            for case in kept:
+                writer.add_case(case)
+            self._kept = {(c.id, c.repeat) for c in kept}
+            self._created_folder = False
+            return writer
+        out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
+        if out != options.out:  # a suffix was added: the sandbox masks the folder really used
+            masked = (*self.sandbox.masked, out.resolve())
+            self.sandbox = dataclasses.replace(self.sandbox, masked=masked)
+            options.out = out
+        self._kept = set()
+        return BundleWriter(out, exclusive=True)
+
+    async def run(self, writer: BundleWriter | None = None) -> RunOutcome:
+        options = self.options
+        writer = writer or self.open_bundle()
+        out = writer.directory
+        done = self._kept
         # Jobs are pulled from the cases as workers get to them: the cases may stream from a
         # file, and nothing per case is held beyond those in flight (docs/performance.md).
         jobs = (
@@ -176,25 +212,26 @@ class EvalRun:
             job_count = sum(
                 (case.id, r) not in done for case in self.cases for r in range(options.repeat)
             )
-        executor = await self._start_executor()  # before the bundle: a failed start writes nothing
-        writer = BundleWriter(options.out)
-        for case in kept:
-            writer.add_case(case)
+        try:
+            executor = await self._start_executor()
+        except BaseException:  # a failed start writes nothing
+            writer.discard(remove_folder=self._created_folder)
+            raise
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
         progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat)
-        results = StatsBuilder(by_case=options.repeat > 1)
-        shown = TableRows()
-        for case in kept:
-            results.add(case)
-            shown.add(case.slim())
 
         def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
-            writer.add_case(result)
-            writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
+            if self._write_error is not None:
+                return
+            try:
+                writer.add_case(result)
+                writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
+            except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
+                self._write_error = f"case '{result.id}': {exc}"
+                self.interrupt()
+                return
             progress.case_done(result)
-            results.add(result)
-            shown.add(result.slim())
 
         async def one(case: TestCase, repeat: int) -> None:
             try:
@@ -220,7 +257,10 @@ class EvalRun:
         try:
             for _ in range(min(max(1, options.workers), job_count)):
                 self._tasks.add(asyncio.create_task(worker()))
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+            for failure in outcomes:
+                if isinstance(failure, BaseException) and self._write_error is None:
+                    self._write_error = f"internal error: {type(failure).__name__}: {failure}"
             for case, repeat in pending:  # never started: Ctrl-C came first
                 record(_interrupted_result(case, repeat, self.target_name), [])
         finally:
@@ -229,12 +269,28 @@ class EvalRun:
             progress.close()
             await executor.aclose()
             await self.close()
+        # One truth: the summary, the table and the exit code come from results.jsonl itself.
+        try:
+            writer.close()
+        except BundleWriteError as exc:
+            self._write_error = self._write_error or str(exc)
+        results = StatsBuilder(by_case=options.repeat > 1)
+        shown = TableRows()
+        for case in iter_results(out):
+            results.add(case)
+            shown.add(case.slim())
         summary = self._summary(results, started_at, time.monotonic() - t0)
+        summary["targets"] = self.target_stats
         exit_code = self._exit_code(summary)
         summary["exit_code"] = exit_code
-        writer.write_summary(summary)
-        writer.close()
-        return RunOutcome(exit_code, summary, shown.rows(), shown.total)
+        if self._write_error is not None:
+            summary["write_error"] = self._write_error
+        try:
+            writer.write_summary(summary)
+        except BundleWriteError as exc:
+            self._write_error = self._write_error or str(exc)
+            exit_code = ExitCode.INCOMPLETE
+        return RunOutcome(exit_code, summary, shown.rows(), shown.total, out, self._write_error)
 
     async def _start_executor(self) -> Executor:
         if self.options.executor == "ray":
@@ -250,10 +306,14 @@ class EvalRun:
             secret_names=self.pool.secret_env_names(),
             proxy=self._get_proxy,
             sandbox=self.sandbox,
+            pools=self._pools,
         )
 
     async def close(self) -> None:
-        """Stop the proxy and close the targets (also what a Ray worker does when it ends)."""
+        """Stop the stream-mode graders and the proxy and close the targets (also what a Ray
+        worker does when it ends)."""
+        await self._pools.close()
+        self.target_stats.update(self.pool.stats())
         if self._proxy is not None:
             await self._proxy.stop()
             self._proxy = None
@@ -285,8 +345,10 @@ class EvalRun:
         )
         calls: list[dict[str, Any]] = []
         try:
-            output, target_ms, usage = await self._answer(case)
+            output, target_ms, usage, repaired = await self._answer(case)
             result.output = output
+            if repaired:
+                result.warnings.append(repaired_note(repaired, "the target's answer"))
             result.timings["target_ms"] = round(target_ms, 1)
             if usage:
                 result.usage["target"] = usage
@@ -322,11 +384,12 @@ class EvalRun:
             return combine_grader_scores(rubric, scored, base_dir=self.loaded.folder)
         return case_score(graders)
 
-    async def _answer(self, case: TestCase) -> tuple[str | None, float, dict[str, Any] | None]:
+    async def _answer(self, case: TestCase) -> tuple[str | None, float, dict[str, Any] | None, int]:
+        """The answer, its latency, usage and how many lone surrogates were repaired in it."""
         if case.output is not None:
             messages = as_messages(case.output, "assistant")
             texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
-            return (texts[-1] if texts else ""), 0.0, None
+            return (texts[-1] if texts else ""), 0.0, None, 0
         assert self.target_name is not None
         target = self.pool.get(self.target_name)
         system = [m.text() for m in case.input_messages if m.role == "system"]
@@ -345,12 +408,13 @@ class EvalRun:
             "replayed": response.replayed,
             "cost_usd": response.cost_usd,
         }
-        return response.text, response.latency_ms, usage
+        return response.text, response.latency_ms, usage, response.repaired
 
     def _summary(
         self, results: StatsBuilder, started_at: datetime, duration_s: float
     ) -> dict[str, Any]:
         expected = len(self.cases) * self.options.repeat
+        missing = max(0, expected - results.total)
         meta = {
             "eval": self.loaded.name,
             "eval_file": str(self.loaded.path),
@@ -361,8 +425,9 @@ class EvalRun:
             "started_at": started_at.isoformat(timespec="seconds"),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "duration_s": round(duration_s, 3),
-            "complete": not self._interrupted and results.total == expected,
-            "interrupted": self._interrupted,
+            "complete": self._write_error is None and not self._interrupted and not missing,
+            "missing": missing,
+            "interrupted": self._interrupted and self._write_error is None,
             "threshold": self.options.threshold,
             "max_errors": self.options.max_errors,
             "repeat": self.options.repeat,
@@ -371,6 +436,8 @@ class EvalRun:
         return summary_dict(results.build(), meta)
 
     def _exit_code(self, summary: dict[str, Any]) -> int:
+        if self._write_error is not None or summary.get("missing"):
+            return ExitCode.INCOMPLETE  # a result that is not on disk was lost
         if self._interrupted:
             return ExitCode.INTERRUPTED
         counts = summary.get("counts", {})

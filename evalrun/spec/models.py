@@ -90,6 +90,9 @@ class GraderSpec(BaseModel):
     env: list[str] = Field(default_factory=list)
     #: overrides the run's ``--sandbox`` for this grader (docs/security.md)
     sandbox: Literal["auto", "none", "process", "strict"] | None = None
+    #: ``process``: one process per case; ``serve``: long-lived processes, one case per line
+    #: (docs/grader-protocol.md). Unset: ``serve`` for the built-in graders, else ``process``.
+    mode: Literal["process", "serve"] | None = None
     # deterministic graders
     value: Any = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evalrun.targets.base import (
     CompletionRequest,
@@ -165,6 +166,13 @@ class TargetPool:
                     limit=self.limit_for(config) if self.limit_for else None,
                 )
             return self._built[name]
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """Per target used in this run: calls, concurrency reached, 429s seen. A judge panel has
+        no limit of its own; its members are listed under their own names."""
+        with self._lock:
+            built = list(self._built.items())
+        return {name: t.stats() for name, t in built if isinstance(t, ManagedTarget)}
 
     def secret_env_names(self) -> set[str]:
         names: set[str] = set()

@@ -117,6 +117,8 @@ class CompletionResponse:
     cost_usd: float | None = None
     #: a judge panel's members' replies, agreement and split fields (targets/panel.py)
     panel: dict[str, Any] | None = None
+    #: lone surrogates replaced in the answer's texts (evalrun.safetext), so records can flag it
+    repaired: int = 0
 
 
 class TargetError(Exception):

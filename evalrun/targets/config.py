@@ -72,6 +72,11 @@ class Price(BaseModel):
     output: float = 0.0
 
 
+#: where an unconfigured target's concurrency starts, and how far it may grow
+DEFAULT_CONCURRENCY = 8
+CONCURRENCY_CEILING = 256
+
+
 class TargetConfig(BaseModel):
     """One named target. Kind-specific keys the common model does not know stay in extras."""
 
@@ -86,13 +91,22 @@ class TargetConfig(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     timeout: float = 60.0
-    max_concurrency: int = 8
+    #: calls in flight at once; unset: adaptive from DEFAULT_CONCURRENCY up to CONCURRENCY_CEILING
+    max_concurrency: int | None = Field(None, ge=1)
     max_retries: int = 3
     price: Price | None = None
     # mock
     default: str | None = None
     rules: list[MockRule] = Field(default_factory=list)
     latency_ms: float = 0.0
+
+    @property
+    def concurrency_bounds(self) -> tuple[int, int]:
+        """(start, ceiling) of the adaptive limit (docs/targets.md, "Concurrency"): a configured
+        ``max_concurrency`` is both, since it says what the account allows; 429s still cut it."""
+        if self.max_concurrency is not None:
+            return self.max_concurrency, self.max_concurrency
+        return DEFAULT_CONCURRENCY, CONCURRENCY_CEILING
 
     def extra(self, key: str, default: Any = None) -> Any:
         return (self.model_extra or {}).get(key, default)

@@ -1,20 +1,35 @@
-"""A concurrency limit that holds across event loops and threads.
+"""A target's concurrency limit: adaptive, and holding across event loops and threads.
 
 ``asyncio.Semaphore`` binds to one loop. A target is shared by the runner and the judge proxy,
-which may serve from its own thread and loop, and ``max_concurrency`` must hold for both.
+which may serve from its own thread and loop, and the limit must hold for both.
+
+The limit adapts to the provider (docs/targets.md, "Concurrency"): it starts at ``start`` and,
+while calls succeed, grows by one per success (doubling per round trip) until the first 429,
+then by one per window of successes; a 429 halves it (once per window of calls in flight) and
+holds every new call until the provider's Retry-After has passed. It never exceeds ``ceiling``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from types import TracebackType
+from typing import Any
 
 
 class ConcurrencyLimit:
-    def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
+    def __init__(self, start: int, ceiling: int | None = None) -> None:
+        self.ceiling = max(1, ceiling if ceiling is not None else start)
+        self.limit = self.start = min(max(1, start), self.ceiling)
+        self.peak_limit = self.limit
+        self.peak_active = 0
+        self.rate_limited = 0
+        self._growth = 0.0
+        self._slow_start = True
+        self._calls_since_cut = self.limit  # the first 429 always cuts
+        self._resume_at = 0.0
         self._active = 0
         self._lock = threading.Lock()
         self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = deque()
@@ -23,11 +38,23 @@ class ConcurrencyLimit:
     def active(self) -> int:
         return self._active
 
+    def stats(self) -> dict[str, Any]:
+        """What the run summary records per target."""
+        return {
+            "concurrency_start": self.start,
+            "concurrency_reached": self.peak_active,
+            "concurrency_limit_peak": self.peak_limit,
+            "concurrency_limit_end": self.limit,
+            "max_concurrency": self.ceiling,
+            "rate_limited": self.rate_limited,
+        }
+
     async def acquire(self) -> None:
+        await self._wait_out_pause()
         loop = asyncio.get_running_loop()
         with self._lock:
             if self._active < self.limit and not self._waiters:
-                self._active += 1
+                self._take()
                 return
             waiter: asyncio.Future[None] = loop.create_future()
             self._waiters.append((loop, waiter))
@@ -44,22 +71,60 @@ class ConcurrencyLimit:
                 self.release()
             raise
 
+    async def _wait_out_pause(self) -> None:
+        while (delay := self._resume_at - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def _take(self) -> None:
+        self._active += 1
+        self.peak_active = max(self.peak_active, self._active)
+
     def release(self) -> None:
         """Give the slot to the oldest waiter (on its own loop), or free it."""
         with self._lock:
-            while self._waiters:
-                loop, waiter = self._waiters.popleft()
-                if loop.is_closed():
-                    continue
-                loop.call_soon_threadsafe(self._hand_over, waiter)
-                return
             self._active -= 1
+            self._wake()
+
+    def _wake(self) -> None:
+        """Hand free slots to waiters, in order (called with the lock held)."""
+        while self._waiters and self._active < self.limit:
+            loop, waiter = self._waiters.popleft()
+            if loop.is_closed():
+                continue
+            self._take()
+            loop.call_soon_threadsafe(self._hand_over, waiter)
 
     def _hand_over(self, waiter: asyncio.Future[None]) -> None:
         if waiter.done():
             self.release()
         else:
             waiter.set_result(None)
+
+    def succeeded(self) -> None:
+        """A call went through: grow the limit (slow start, then one per window)."""
+        with self._lock:
+            self._calls_since_cut += 1
+            if self.limit >= self.ceiling:
+                return
+            self._growth += 1.0 if self._slow_start else 1.0 / self.limit
+            if self._growth >= 1.0:
+                self._growth -= 1.0
+                self.limit += 1
+                self.peak_limit = max(self.peak_limit, self.limit)
+                self._wake()
+
+    def throttled(self, retry_after: float | None) -> None:
+        """The provider said 429: halve the limit once per window and pause new calls."""
+        with self._lock:
+            self.rate_limited += 1
+            self._slow_start = False
+            self._calls_since_cut += 1
+            if self._calls_since_cut >= self.limit // 2:
+                self.limit = max(1, self.limit // 2)
+                self._calls_since_cut = 0
+                self._growth = 0.0
+            if retry_after:
+                self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
 
     async def __aenter__(self) -> None:
         await self.acquire()

@@ -9,8 +9,9 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
+from evalrun.safetext import repair, repair_json
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -24,9 +25,13 @@ from evalrun.targets.limit import ConcurrencyLimit
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
 MAX_RETRY_AFTER_S = 120.0
+#: a 429 retried under the adaptive limit is the limit working, not the call failing
+RATE_LIMIT_RETRIES = 10
 #: kinds whose answers depend on more than the request (a CLI agent's working tree) or that
 #: cost nothing to recompute; ``cache: true`` in targets.yaml opts them in
 UNCACHED_KINDS = frozenset({"cli", "mock", "local"})
+#: the most output tokens a request may ask of a target without a ``max_tokens`` of its own
+MAX_TOKENS_CAP = 8192
 
 
 class ResponseStore(Protocol):
@@ -68,7 +73,10 @@ class ManagedTarget:
         self._recorder = recorder
         self._replay = replay
         self._sleep = sleep
-        self._limit: AsyncLimit = limit or ConcurrencyLimit(config.max_concurrency)
+        self._limit: AsyncLimit = limit or ConcurrencyLimit(*config.concurrency_bounds)
+        #: the adaptive limit, when calls are held under one of this process's own
+        self._adaptive = self._limit if isinstance(self._limit, ConcurrencyLimit) else None
+        self.calls = 0
         setting = config.extra("cache")
         self._cache_enabled = (
             bool(setting) if setting is not None else config.kind not in UNCACHED_KINDS
@@ -83,15 +91,18 @@ class ManagedTarget:
         return bool(getattr(self.provider, "supports_tools", False))
 
     def _with_defaults(self, request: CompletionRequest) -> CompletionRequest:
-        return replace(
-            request,
-            temperature=(
-                request.temperature if request.temperature is not None else self.config.temperature
-            ),
-            max_tokens=request.max_tokens
-            if request.max_tokens is not None
-            else self.config.max_tokens,
-        )
+        """The target's defaults fill what the request leaves out; a requested ``max_tokens``
+        is capped at the configured one (else ``MAX_TOKENS_CAP``), so a grader cannot ask for
+        an answer of any length, and cost (docs/security.md)."""
+        max_tokens = request.max_tokens
+        if max_tokens is None:
+            max_tokens = self.config.max_tokens
+        else:
+            max_tokens = min(max_tokens, self.config.max_tokens or MAX_TOKENS_CAP)
+        temperature = request.temperature
+        if temperature is None:
+            temperature = self.config.temperature
+        return replace(request, temperature=temperature, max_tokens=max_tokens)
 
     def _cacheable(self, request: CompletionRequest) -> bool:
         """Only deterministic requests (temperature 0 or unset) of cacheable kinds."""
@@ -101,10 +112,13 @@ class ManagedTarget:
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         """Answer from the replay cassette, else the cache, else the provider (with retries).
-        Cache hits and live answers are both recorded; stored answers cost nothing now."""
+        Cache hits and live answers are both recorded; stored answers cost nothing now.
+        Whatever the source, the text is made encodable here, where it enters evalrun."""
         if request.uses_tools and not self.supports_tools:
             raise ToolsUnsupported(self.name, self.kind)
-        request = self._with_defaults(request)
+        return _encodable(await self._complete(self._with_defaults(request)))
+
+    async def _complete(self, request: CompletionRequest) -> CompletionResponse:
         if self._replay is not None:
             hit = self._replay.get(self.config, request)
             if hit is None:
@@ -123,7 +137,7 @@ class ManagedTarget:
                 if self._recorder is not None:
                     self._recorder.put(self.config, request, response)
                 return response
-        response = await self._call_with_retries(request)
+        response = _encodable(await self._call_with_retries(request))  # before it is stored
         response.cost_usd = self._cost(response)
         if self._cacheable(request):
             assert self._cache is not None
@@ -137,11 +151,16 @@ class ManagedTarget:
         while True:
             try:
                 async with self._limit:
+                    self.calls += 1
                     started = time.perf_counter()
                     response = await self.provider.complete(request)
             except TargetError as exc:
                 exc.target = exc.target or self.name
-                if not exc.retryable or attempt >= self.config.max_retries:
+                throttled = exc.status == 429
+                if throttled and self._adaptive is not None:
+                    self._adaptive.throttled(exc.retry_after)
+                retries = max(self.config.max_retries, RATE_LIMIT_RETRIES) if throttled else None
+                if not exc.retryable or attempt >= (retries or self.config.max_retries):
                     if attempt:
                         _amend(exc, f"(gave up after {attempt + 1} attempts)")
                     raise
@@ -157,6 +176,8 @@ class ManagedTarget:
                     redact(f"target '{self.name}' failed: {type(exc).__name__}: {exc}"),
                     target=self.name,
                 ) from exc
+            if self._adaptive is not None:
+                self._adaptive.succeeded()
             response.latency_ms = (time.perf_counter() - started) * 1000
             return response
 
@@ -177,8 +198,34 @@ class ManagedTarget:
         usage = response.usage
         return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
 
+    def stats(self) -> dict[str, Any]:
+        """Calls made and how the concurrency limit moved, for the run summary."""
+        limit = self._adaptive.stats() if self._adaptive is not None else {}
+        return {"calls": self.calls, **limit}
+
     async def aclose(self) -> None:
         await self.provider.aclose()
+
+
+def _encodable(response: CompletionResponse) -> CompletionResponse:
+    """Lone surrogates replaced in every text of the answer, and counted."""
+    text, in_text = repair(response.text)
+    refusal, in_refusal = repair_json(response.refusal)
+    tool_calls, in_calls = repair_json(response.tool_calls)
+    logprobs, in_logprobs = repair_json(response.logprobs)
+    panel, in_panel = repair_json(response.panel)
+    replaced = in_text + in_refusal + in_calls + in_logprobs + in_panel
+    if not replaced:
+        return response
+    return replace(
+        response,
+        text=text,
+        refusal=refusal,
+        tool_calls=tool_calls,
+        logprobs=logprobs,
+        panel=panel,
+        repaired=response.repaired + replaced,
+    )
 
 
 def _amend(exc: TargetError, note: str) -> None:

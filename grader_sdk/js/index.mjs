@@ -33,6 +33,9 @@ export const PROTOCOL = 'evalrun.grader/1';
 export const EXIT_OK = 0;
 export const EXIT_ERROR = 1;
 export const EXIT_ABSTAIN = 3;
+/** Set by evalrun to 'serve' when the grader should run in stream mode. */
+export const MODE_ENV = 'EVALRUN_GRADER_MODE';
+export const SERVE = 'serve';
 
 const URL_ENV = ['AGENTV_TARGET_PROXY_URL', 'AGENTV_PROVIDER_PROXY_URL', 'EVALRUN_PROXY_URL'];
 const TOKEN_ENV = ['AGENTV_TARGET_PROXY_TOKEN', 'AGENTV_PROVIDER_PROXY_TOKEN', 'EVALRUN_PROXY_TOKEN'];
@@ -524,35 +527,111 @@ export function coerceResult(value) {
 
 const ABSTAIN_ON = [ProxyUnavailable, UpstreamError, ShuttingDown, UnsupportedRequest, JudgeReplyError];
 
+/** (exit code, document to print) for one payload; a failure's stack goes to stderr. */
+async function gradePayload(fn, payload) {
+  try {
+    if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw new Error('grader input must be a JSON object');
+    return [EXIT_OK, coerceResult(await fn(toGraderInput(payload)))];
+  } catch (err) {
+    if (err instanceof Abstain) return [EXIT_ABSTAIN, abstention(err.reason, err.details)];
+    if (ABSTAIN_ON.some((Cls) => err instanceof Cls)) {
+      return [EXIT_ABSTAIN, abstention(`the judge could not be used: ${err.message}`)];
+    }
+    writeOut('stderr', String(err?.stack ?? err).slice(-STDERR_TAIL) + '\n');
+    return [EXIT_ERROR, null];
+  }
+}
+
 /**
  * Run one grading: stdin payload -> fn(input) -> stdout JSON; sets the exit code
  * (0 graded, 3 abstained, 1 error) and resolves to it. fn may be async.
+ * In stream mode (EVALRUN_GRADER_MODE=serve) it serves one case per stdin line instead.
  */
 export async function runScriptGrader(fn) {
+  if (getEnv(MODE_ENV) === SERVE) return serveScriptGrader(fn);
   let code;
+  let document = null;
   try {
     const text = await readStdin();
     if (!text.trim()) throw new Error('no grader input on stdin (expected one JSON object)');
-    const payload = JSON.parse(text);
-    if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw new Error('grader input must be a JSON object');
-    const result = coerceResult(await fn(toGraderInput(payload)));
-    writeOut('stdout', JSON.stringify(result) + '\n');
-    code = EXIT_OK;
+    [code, document] = await gradePayload(fn, JSON.parse(text));
   } catch (err) {
-    if (err instanceof Abstain) {
-      writeOut('stdout', JSON.stringify(abstention(err.reason, err.details)) + '\n');
-      code = EXIT_ABSTAIN;
-    } else if (ABSTAIN_ON.some((Cls) => err instanceof Cls)) {
-      writeOut('stdout', JSON.stringify(abstention(`the judge could not be used: ${err.message}`)) + '\n');
-      code = EXIT_ABSTAIN;
-    } else {
-      const trace = String(err?.stack ?? err);
-      writeOut('stderr', trace.slice(-STDERR_TAIL) + '\n');
-      code = EXIT_ERROR;
-    }
+    writeOut('stderr', String(err?.stack ?? err).slice(-STDERR_TAIL) + '\n');
+    code = EXIT_ERROR;
   }
+  if (document !== null) writeOut('stdout', JSON.stringify(document) + '\n');
   setExitCode(code);
   return code;
+}
+
+async function* stdinChunks() {
+  if (typeof Deno !== 'undefined' && Deno.stdin) yield* Deno.stdin.readable;
+  else if (typeof Bun !== 'undefined' && Bun.stdin) yield* Bun.stdin.stream();
+  else yield* process.stdin;
+}
+
+async function* stdinLines() {
+  const decoder = new TextDecoder();
+  let buffered = '';
+  for await (const chunk of stdinChunks()) {
+    buffered += typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true });
+    let newline;
+    while ((newline = buffered.indexOf('\n')) >= 0) {
+      yield buffered.slice(0, newline);
+      buffered = buffered.slice(newline + 1);
+    }
+  }
+  if (buffered.trim()) yield buffered;
+}
+
+function setEnv(name, value) {
+  try {
+    if (typeof Deno !== 'undefined' && Deno.env) {
+      if (value === undefined) Deno.env.delete(name);
+      else Deno.env.set(name, value);
+      return;
+    }
+  } catch {
+    // no --allow-env
+  }
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+}
+
+/**
+ * Stream mode (docs/grader-protocol.md): each stdin line is {payload, env}; each answer is one
+ * stdout line {exit, result}. The case's env (its proxy token) is set while it runs, so
+ * createTargetClient() works unchanged; console.log goes to stderr, stdout carries answers only.
+ */
+export async function serveScriptGrader(fn) {
+  const saved = { log: console.log, info: console.info, debug: console.debug };
+  for await (const line of stdinLines()) {
+    if (!line.trim()) continue;
+    let code;
+    let document = null;
+    let env = {};
+    try {
+      const data = JSON.parse(line);
+      if (!data || typeof data.payload !== 'object' || data.payload === null) {
+        throw new Error('a stream-mode line must be {"payload": {...}, "env": {...}}');
+      }
+      env = data.env && typeof data.env === 'object' ? data.env : {};
+      const previous = Object.fromEntries(Object.keys(env).map((k) => [k, getEnv(k)]));
+      for (const [k, v] of Object.entries(env)) setEnv(k, String(v));
+      console.log = console.info = console.debug = console.error;
+      try {
+        [code, document] = await gradePayload(fn, data.payload);
+      } finally {
+        Object.assign(console, saved);
+        for (const [k, v] of Object.entries(previous)) setEnv(k, v);
+      }
+    } catch (err) {
+      writeOut('stderr', String(err?.stack ?? err).slice(-STDERR_TAIL) + '\n');
+      code = EXIT_ERROR;
+    }
+    writeOut('stdout', JSON.stringify({ exit: code, result: document }) + '\n');
+  }
+  return EXIT_OK;
 }
 
 function abstention(reason, details) {

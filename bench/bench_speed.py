@@ -1,0 +1,487 @@
+"""How fast a real run is, end to end, against what it could be at best; every ratio measured in
+the same run (a busy machine slows both sides alike).
+
+    python bench/bench_speed.py [--cases 200] [--workers 8] [--latency-ms 50] [--runs 1]
+
+Every row is one whole ``evalrun`` process (the CLI as a user runs it: imports, proxy start,
+graders, reports), timed from spawn to exit. The judge is the real ``openai`` target talking to
+a loopback fake (``bench/fake_judge.py``, its own process) that answers after a fixed latency.
+
+    latency floor = ceil(cases / workers) x judge rounds per case x latency
+    CPU floor     = CPU seconds of the run (evalrun and every grader process) / CPU cores
+    efficiency    = max(latency floor, CPU floor) / wall time
+
+Rows:
+- contextual precision (3 passages, one batch of 3 judge calls per case): stream mode (the
+  default for built-in graders) against one process per case (``mode: process``, what every
+  grader did before stream mode);
+- one judge call per case (a Python SDK grader) and a deterministic Python grader, each against
+  promptfoo (``llm-rubric``, ``python`` assertion) on the same cases and fake, when
+  ``npx promptfoo`` works (``--promptfoo`` names another command); skipped otherwise;
+- 600 judge calls at 200 in flight against a 2 s judge (``--workers 200``, the judge configured
+  with ``max_concurrency: 200``).
+With ``--runs N`` each pair runs N times, alternating, and the median is shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+ONE_CALL_GRADER = """\
+from grader_sdk import GraderInput, TargetClient, parse_json_reply, script_grader
+
+
+@script_grader
+def grade(inp: GraderInput):
+    reply = TargetClient.from_env().invoke(
+        f"Does this answer meet the criteria?\\nCriteria: {inp.criteria}\\nAnswer: {inp.output}\\n"
+        'Reply with JSON: {"pass": true|false, "reason": "..."}',
+        temperature=0,
+    )
+    verdict = parse_json_reply(reply.raw_text)
+    return {"pass": bool(verdict.get("pass")), "reason": str(verdict.get("reason", ""))}
+"""
+
+CHECK_GRADER = """\
+from grader_sdk import GraderInput, script_grader
+
+
+@script_grader
+def grade(inp: GraderInput):
+    return {"pass": "Paris" in (inp.output or ""), "reason": "looked for Paris"}
+"""
+
+PROMPTFOO_CHECK = """\
+def get_assert(output, context):
+    return "Paris" in output
+"""
+
+PASSAGES = [
+    "Paris is the capital and largest city of France.",
+    "The Eiffel Tower was finished in 1889.",
+    "France borders Spain, Belgium and Germany.",
+]
+
+
+@dataclass
+class Run:
+    """One process: wall and CPU seconds (itself and every child it waited for)."""
+
+    wall_s: float
+    cpu_s: float
+    judge_calls: int
+
+    def efficiency(self, latency_floor: float) -> float:
+        return max(latency_floor, self.cpu_s / CORES) / self.wall_s
+
+
+CORES = os.cpu_count() or 1
+
+
+class FakeJudge:
+    def __init__(self, latency_ms: float) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "fake_judge.py"),
+                "--latency-ms",
+                str(latency_ms),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        self.port = int(self.proc.stdout.readline())
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _get(self, path: str) -> dict:
+        with urllib.request.urlopen(self.url + path, timeout=10) as reply:
+            return json.loads(reply.read())
+
+    def reset(self) -> None:
+        self._get("/reset")
+
+    def requests(self) -> int:
+        return int(self._get("/stats")["requests"])
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def child_env(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")  # as an installed package has
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return env
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str], judge: FakeJudge) -> Run:
+    judge.reset()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - started
+    assert proc.stderr is not None
+    stderr = proc.stderr.read().decode(errors="replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"{shlex.join(argv[:5])} exited {code}:\n{stderr[-2000:]}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, judge.requests())
+
+
+def cases(n: int) -> list[dict]:
+    return [
+        {
+            "id": f"case-{i:05d}",
+            "question": f"What is the capital of France? (variant {i})",
+            "answer": f"Paris is the capital of France (variant {i}).",
+        }
+        for i in range(n)
+    ]
+
+
+def evalrun_suite(folder: Path, n: int, graders: list[dict], judge: dict | None) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "targets.yaml").write_text(json.dumps({"targets": [judge] if judge else []}))
+    with open(folder / "cases.jsonl", "w") as f:
+        for case in cases(n):
+            retrieval = {
+                "tool": "vector_search",
+                "input": {"query": case["question"]},
+                "output": {"results": [f"{p} ({case['id']})" for p in PASSAGES]},
+            }
+            row = {
+                "id": case["id"],
+                "input": case["question"],
+                "criteria": "The answer names Paris as the capital.",
+                "output": case["answer"],
+                "expected_output": [{"role": "assistant", "tool_calls": [retrieval]}],
+            }
+            f.write(json.dumps(row) + "\n")
+    suite: dict = {"graders": graders, "tests": "cases.jsonl"}
+    if judge:
+        suite["judge"] = judge["name"]
+    path = folder / "bench.eval.yaml"
+    path.write_text(json.dumps(suite))
+    return path
+
+
+def run_evalrun(path: Path, workers: int, env: dict[str, str], judge: FakeJudge) -> Run:
+    argv = [sys.executable, "-m", "evalrun", str(path), "--out", str(path.parent / "out")]
+    argv += ["--quiet", "--workers", str(workers), "--no-cache"]
+    run = timed(argv, path.parent, env, judge)
+    summary = json.loads((path.parent / "out" / "summary.json").read_text())
+    if summary["counts"]["error"] or summary["counts"]["unscored"]:
+        raise SystemExit(f"{path}: cases errored: {summary['counts']}")
+    return run
+
+
+def judge_target(judge: FakeJudge, **extra: object) -> dict:
+    return {
+        "name": "judge",
+        "kind": "openai",
+        "model": "bench-judge",
+        "base_url": f"{judge.url}/v1",
+        "temperature": 0,
+        **extra,
+    }
+
+
+def promptfoo_command(explicit: str | None) -> list[str] | None:
+    if explicit:
+        return shlex.split(explicit)
+    if shutil.which("npx") is None:
+        return None
+    try:
+        probe = subprocess.run(
+            ["npx", "--no-install", "promptfoo", "--version"],
+            capture_output=True,
+            timeout=120,
+            text=True,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return ["npx", "--no-install", "promptfoo"] if probe.returncode == 0 else None
+
+
+def promptfoo_suite(folder: Path, n: int, assertion: dict, judge: FakeJudge) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "check.py").write_text(PROMPTFOO_CHECK)
+    tests = [
+        {"vars": {"answer": c["answer"]}, "description": c["id"], "assert": [assertion]}
+        for c in cases(n)
+    ]
+    config = {
+        "description": "bench",
+        "prompts": ["{{answer}}"],
+        "providers": ["echo"],  # the answer is the recorded one, as in the evalrun suites
+        "defaultTest": {
+            "options": {
+                "provider": {
+                    "id": "openai:chat:bench-judge",
+                    "config": {"apiBaseUrl": f"{judge.url}/v1", "apiKey": "sk-bench-not-a-key"},
+                }
+            }
+        },
+        "tests": tests,
+    }
+    path = folder / "promptfooconfig.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def run_promptfoo(
+    command: list[str], path: Path, workers: int, work: Path, judge: FakeJudge
+) -> Run:
+    env = {
+        **os.environ,
+        "PROMPTFOO_DISABLE_TELEMETRY": "1",
+        "PROMPTFOO_DISABLE_UPDATE": "1",
+        "PROMPTFOO_CONFIG_DIR": str(work / "promptfoo-home"),
+        "PROMPTFOO_PYTHON": sys.executable,
+    }
+    out = path.parent / "results.json"
+    argv = [*command, "eval", "-c", str(path), "-j", str(workers), "--no-cache"]
+    argv += ["--no-table", "--no-progress-bar", "--no-write", "-o", str(out)]
+    run = timed(argv, path.parent, env, judge)
+    stats = json.loads(out.read_text())["results"]["stats"]
+    if stats.get("errors") or stats.get("failures"):
+        raise SystemExit(f"promptfoo: {stats} in {path}")
+    return run
+
+
+def paired(runs: int, *sides: Callable[[], Run]) -> list[Run]:
+    """Each side ``runs`` times, alternating; the run with the median wall time per side."""
+    measured: list[list[Run]] = [[] for _ in sides]
+    for _ in range(runs):
+        for i, side in enumerate(sides):
+            measured[i].append(side())
+    out = []
+    for series in measured:
+        series.sort(key=lambda r: r.wall_s)
+        out.append(series[len(series) // 2])
+    return out
+
+
+@dataclass
+class Row:
+    name: str
+    run: Run
+    floor_s: float
+    against: str = ""
+    ratio: float | None = None
+    aim: str = ""
+    met: bool | None = None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--latency-ms", type=float, default=50.0)
+    parser.add_argument("--runs", type=int, default=1, help="runs per side (median shown)")
+    parser.add_argument("--promptfoo", help="promptfoo command (default: npx --no-install)")
+    parser.add_argument("--no-promptfoo", action="store_true", help="skip the promptfoo rows")
+    parser.add_argument(
+        "--baseline-root",
+        type=Path,
+        help="another checkout of evalrun (e.g. main before stream mode) to run the contextual "
+        "precision row with, side by side",
+    )
+    parser.add_argument("--wide-calls", type=int, default=600, help="calls of the 2 s row")
+    parser.add_argument("--wide-workers", type=int, default=200)
+    parser.add_argument("--wide-latency-ms", type=float, default=2000.0)
+    args = parser.parse_args()
+    rounds = math.ceil(args.cases / args.workers)
+    floor = rounds * args.latency_ms / 1000
+    rows: list[Row] = []
+    notes: list[str] = []
+
+    with tempfile.TemporaryDirectory(prefix="evalrun-bench-") as tmp:
+        work = Path(tmp)
+        env = child_env(work)
+        judge = FakeJudge(args.latency_ms)
+        try:
+            target = judge_target(judge)
+            precision = {"name": "cp", "type": "contextual-precision", "target": {"max_calls": 5}}
+            serve_cp = evalrun_suite(work / "cp-serve", args.cases, [precision], target)
+            process_cp = evalrun_suite(
+                work / "cp-process", args.cases, [{**precision, "mode": "process"}], target
+            )
+            sides = [
+                lambda: run_evalrun(serve_cp, args.workers, env, judge),
+                lambda: run_evalrun(process_cp, args.workers, env, judge),
+            ]
+            if args.baseline_root:
+                base_env = {**env, "PYTHONPATH": str(args.baseline_root.resolve())}
+                base_cp = evalrun_suite(work / "cp-base", args.cases, [precision], target)
+                sides.append(lambda: run_evalrun(base_cp, args.workers, base_env, judge))
+            served, per_process, *base = paired(args.runs, *sides)
+            label = f"contextual precision, {args.cases} x 3 passages, {args.workers} workers"
+            rows.append(Row(f"{label}: stream mode", served, floor, aim="efficiency >= 0.7"))
+            rows.append(
+                Row(
+                    "  same, one process per case",
+                    per_process,
+                    floor,
+                    "stream mode",
+                    per_process.wall_s / served.wall_s,
+                    ">= 3x slower",
+                    per_process.wall_s / served.wall_s >= 3,
+                )
+            )
+            rows[0].met = served.efficiency(floor) >= 0.7
+            if base:
+                rows.append(
+                    Row(
+                        f"  same, with {args.baseline_root}",
+                        base[0],
+                        floor,
+                        "stream mode",
+                        base[0].wall_s / served.wall_s,
+                        ">= 3x slower",
+                        base[0].wall_s / served.wall_s >= 3,
+                    )
+                )
+
+            one_call_folder = work / "one-call"
+            one_call_folder.mkdir()
+            (one_call_folder / "grader.py").write_text(ONE_CALL_GRADER)
+            one_call = {
+                "name": "judged",
+                "command": [sys.executable, "grader.py"],
+                "mode": "serve",
+                "target": {"max_calls": 1},
+            }
+            one_call_suite = evalrun_suite(one_call_folder, args.cases, [one_call], target)
+            check_folder = work / "check"
+            check_folder.mkdir()
+            (check_folder / "grader.py").write_text(CHECK_GRADER)
+            check = {"name": "check", "command": [sys.executable, "grader.py"], "mode": "serve"}
+            check_suite = evalrun_suite(check_folder, args.cases, [check], None)
+
+            promptfoo = None if args.no_promptfoo else promptfoo_command(args.promptfoo)
+            rubric = {"type": "llm-rubric", "value": "The answer names Paris as the capital."}
+            python_check = {"type": "python", "value": "file://check.py"}
+            if promptfoo is None:
+                one = paired(
+                    args.runs, lambda: run_evalrun(one_call_suite, args.workers, env, judge)
+                )
+                det = paired(args.runs, lambda: run_evalrun(check_suite, args.workers, env, judge))
+                rows.append(Row("one judge call per case, SDK grader", one[0], floor))
+                rows.append(Row("deterministic Python grader", det[0], 0.0))
+                notes.append(
+                    "promptfoo: skipped (not asked for, or npx --no-install promptfoo fails)"
+                )
+            else:
+                pf_rubric = promptfoo_suite(work / "pf-rubric", args.cases, rubric, judge)
+                pf_python = promptfoo_suite(work / "pf-python", args.cases, python_check, judge)
+                one, pf_one = paired(
+                    args.runs,
+                    lambda: run_evalrun(one_call_suite, args.workers, env, judge),
+                    lambda: run_promptfoo(promptfoo, pf_rubric, args.workers, work, judge),
+                )
+                det, pf_det = paired(
+                    args.runs,
+                    lambda: run_evalrun(check_suite, args.workers, env, judge),
+                    lambda: run_promptfoo(promptfoo, pf_python, args.workers, work, judge),
+                )
+                rows.append(Row("one judge call per case, SDK grader", one, floor))
+                rows.append(
+                    Row(
+                        "  promptfoo llm-rubric, same cases and judge",
+                        pf_one,
+                        floor,
+                        "evalrun",
+                        pf_one.wall_s / one.wall_s,
+                        ">= 1.5x slower",
+                        pf_one.wall_s / one.wall_s >= 1.5,
+                    )
+                )
+                rows.append(Row("deterministic Python grader", det, 0.0))
+                rows.append(
+                    Row(
+                        "  promptfoo python assertion",
+                        pf_det,
+                        0.0,
+                        "evalrun",
+                        pf_det.wall_s / det.wall_s,
+                        ">= 5x slower",
+                        pf_det.wall_s / det.wall_s >= 5,
+                    )
+                )
+                version = subprocess.run(
+                    [*promptfoo, "--version"], capture_output=True, text=True, timeout=120
+                ).stdout.strip()
+                notes.append(f"promptfoo {version} ({shlex.join(promptfoo)})")
+        finally:
+            judge.close()
+
+        slow = FakeJudge(args.wide_latency_ms)
+        try:
+            wide_target = judge_target(slow, max_concurrency=args.wide_workers)
+            wide_folder = work / "wide"
+            wide_folder.mkdir()
+            (wide_folder / "grader.py").write_text(ONE_CALL_GRADER)
+            wide_suite = evalrun_suite(wide_folder, args.wide_calls, [one_call], wide_target)
+            (wide,) = paired(1, lambda: run_evalrun(wide_suite, args.wide_workers, env, slow))
+            wide_floor = (
+                math.ceil(args.wide_calls / args.wide_workers) * args.wide_latency_ms / 1000
+            )
+            rows.append(
+                Row(
+                    f"{args.wide_calls} judge calls, {args.wide_workers} in flight, "
+                    f"{args.wide_latency_ms / 1000:g} s judge",
+                    wide,
+                    wide_floor,
+                    aim="latency floor / wall >= 0.6",
+                    met=wide_floor / wide.wall_s >= 0.6,
+                )
+            )
+        finally:
+            slow.close()
+
+    width = max(len(r.name) for r in rows) + 2
+    print(
+        f"\n{'':<{width}}{'wall s':>8}{'CPU s':>8}{'calls':>7}{'floor s':>9}{'effic.':>8}"
+        f"{'ratio':>8}  aim"
+    )
+    for r in rows:
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
+        verdict = "" if r.met is None else (" (met)" if r.met else " (missed)")
+        effic = f"{r.run.efficiency(r.floor_s):.2f}"
+        print(
+            f"{r.name:<{width}}{r.run.wall_s:>8.2f}{r.run.cpu_s:>8.2f}{r.run.judge_calls:>7}"
+            f"{max(r.floor_s, r.run.cpu_s / CORES):>9.2f}{effic:>8}{ratio:>8}  {r.aim}{verdict}"
+        )
+    print()
+    for note in notes:
+        print(note)
+    print(
+        f"floor = max(latency floor, CPU / {CORES} cores); latency floor = "
+        f"ceil({args.cases}/{args.workers}) x {args.latency_ms:g} ms; ratio = the other side's "
+        f"wall time / this one's; median of {args.runs} alternating run(s) per side; "
+        f"load average {os.getloadavg()[0]:.1f}; Python {sys.version.split()[0]}"
+    )
+
+
+if __name__ == "__main__":
+    main()

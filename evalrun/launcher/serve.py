@@ -1,0 +1,378 @@
+"""Stream mode of the grader protocol (docs/grader-protocol.md, "Stream mode"): long-lived grader
+processes that read one case per stdin line and answer one result per stdout line.
+
+Every promise of the per-process mode holds per case: the proxy token travels in the case's
+line (issued before it, revoked by the launcher after its answer), a timeout or a crash kills
+only the worker that held the case, stderr written while a case is in flight belongs to it, and
+the worker's environment is scrubbed like a per-process grader's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
+
+#: The variable that tells a grader (the SDKs' ``script_grader``) to serve lines.
+MODE_ENV = "EVALRUN_GRADER_MODE"
+SERVE = "serve"
+#: How long an exiting worker's last output may take to arrive after its exit.
+DRAIN_AFTER_EXIT_S = 2.0
+CLOSE_GRACE_S = 1.0
+
+
+#: maps a worker's raw exit status (a sandbox reports a signal as 128+N)
+ExitStatus = Callable[[int | None], int | None]
+
+
+def _as_is(code: int | None) -> int | None:
+    return code
+
+
+def case_line(payload: dict[str, Any], env: Mapping[str, str]) -> bytes:
+    """One case as a stdin line: the payload plus the variables that hold for this case only."""
+    return json.dumps({"payload": payload, "env": dict(env)}, ensure_ascii=False).encode() + b"\n"
+
+
+class _WorkerProtocol(asyncio.SubprocessProtocol):
+    """Hands pipe data to the worker from the loop's callbacks, so a result line and the stderr
+    written before it are both seen before the waiting case resumes."""
+
+    def __init__(self, worker: ServeWorker) -> None:
+        self.worker = worker
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            self.worker._on_stdout(data)
+        elif fd == 2:
+            self.worker._on_stderr(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1:
+            self.worker._on_stdout_closed()
+
+    def process_exited(self) -> None:
+        self.worker._on_exit()
+
+
+class ServeWorker:
+    """One grader process serving cases one at a time."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        stdout_cap: int,
+        exit_status: ExitStatus = _as_is,
+    ) -> None:
+        self.argv = argv
+        self.exit_status = exit_status
+        self.cwd = cwd
+        self.env = dict(env)
+        self.stdout_cap = stdout_cap
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.pid: int | None = None
+        self.cases = 0
+        self._stdout = bytearray()
+        self._stderr = bytearray()
+        self._answer: asyncio.Future[bytes | None] | None = None
+        self._exited: asyncio.Future[None] | None = None
+        self._stdout_closed: asyncio.Future[None] | None = None
+        self._overflowed = False
+        self._broken: str | None = None
+
+    @property
+    def alive(self) -> bool:
+        return (
+            self.transport is not None
+            and self._exited is not None
+            and not self._exited.done()
+            and self._broken is None
+        )
+
+    async def start(self) -> str | None:
+        """Start the process; the reason it could not be started, or None."""
+        loop = asyncio.get_running_loop()
+        self._exited = loop.create_future()
+        self._stdout_closed = loop.create_future()
+        try:
+            transport, _ = await loop.subprocess_exec(
+                lambda: _WorkerProtocol(self),
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=str(self.cwd),
+                env=self.env,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"cannot start {self.argv[0]!r}: {reason}"
+        self.transport = transport
+        self.pid = transport.get_pid()
+        return None
+
+    # -- pipe callbacks -----------------------------------------------------------------------
+
+    def _on_stdout(self, data: bytes) -> None:
+        self._stdout += data
+        newline = self._stdout.find(b"\n")
+        if newline < 0:
+            if len(self._stdout) > self.stdout_cap:
+                self._overflowed = True
+                self._fail("printed more than the stdout limit")
+            return
+        line = bytes(self._stdout[:newline])
+        del self._stdout[: newline + 1]
+        if self._answer is None or self._answer.done():
+            self._fail("printed a line while no case was in flight")
+        else:
+            self._answer.set_result(line)
+        if self._stdout.strip():
+            self._fail("printed more than one line for a case")
+
+    def _on_stderr(self, data: bytes) -> None:
+        self._stderr += data
+        if len(self._stderr) > STDERR_TAIL * 8:
+            del self._stderr[: -STDERR_TAIL * 4]
+
+    def _on_stdout_closed(self) -> None:
+        if self._stdout_closed is not None and not self._stdout_closed.done():
+            self._stdout_closed.set_result(None)
+
+    def _on_exit(self) -> None:
+        if self._exited is not None and not self._exited.done():
+            self._exited.set_result(None)
+
+    def _fail(self, why: str) -> None:
+        """Break the worker: it will take no more cases and is killed."""
+        if self._broken is None:
+            self._broken = why
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(None)
+        self._signal(signal.SIGKILL)
+
+    # -- cases ----------------------------------------------------------------------------------
+
+    def _stderr_text(self) -> str:
+        return bytes(self._stderr).decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
+
+    async def run_case(self, line: bytes, timeout: float) -> ProcessOutcome:
+        """Send one case line and wait for its answer; a worker that misbehaves is killed."""
+        assert self.transport is not None and self._exited is not None
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        if self.cases:
+            self._stderr.clear()  # stderr from before the first case belongs to the first case
+        self.cases += 1
+        self._answer = answer = loop.create_future()
+        stdin = self.transport.get_pipe_transport(0)
+        with contextlib.suppress(OSError, RuntimeError, AttributeError):
+            stdin.write(line)  # type: ignore[union-attr]
+        try:
+            done, _ = await asyncio.wait(
+                {answer, self._exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except BaseException:
+            await self.kill()
+            raise
+        if answer.done() and answer.result() is not None:
+            await asyncio.sleep(0)  # let stderr callbacks already queued with the line run
+            return self._answered(answer.result(), started)
+        if not done:
+            await self.kill()
+            return self._outcome(started, timed_out=True)
+        if self._broken is not None:
+            await self.kill()
+            return self._outcome(started, failure=f"grader {self._broken} and was killed")
+        # The process exited with the case in flight: wait for its last output, then report it.
+        assert self._stdout_closed is not None
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._stdout_closed), DRAIN_AFTER_EXIT_S)
+        if answer.done() and answer.result() is not None:
+            return self._answered(answer.result(), started)
+        code = self.exit_status(self.transport.get_returncode())
+        await self.kill()
+        return self._outcome(started, exit_code=code, failure=_exit_reason(code))
+
+    def _answered(self, line: bytes, started: float) -> ProcessOutcome:
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        code = doc.get("exit") if isinstance(doc, dict) else None
+        if not isinstance(code, int) or isinstance(code, bool) or "result" not in doc:
+            self._fail("answered with a line that is not {exit, result}")
+            return self._outcome(
+                started,
+                failure="stream-mode grader answered with a line that is not {exit, result}",
+            )
+        result = doc["result"]
+        if result is None:
+            stdout = b""
+        else:
+            stdout = result.encode() if isinstance(result, str) else json.dumps(result).encode()
+        return ProcessOutcome(
+            exit_code=code,
+            stdout=stdout,
+            stderr_tail=self._stderr_text(),
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def _outcome(
+        self,
+        started: float,
+        *,
+        exit_code: int | None = None,
+        timed_out: bool = False,
+        failure: str | None = None,
+    ) -> ProcessOutcome:
+        return ProcessOutcome(
+            exit_code=exit_code,
+            stdout=b"",
+            stderr_tail=self._stderr_text(),
+            duration_ms=(time.perf_counter() - started) * 1000,
+            timed_out=timed_out,
+            overflowed=self._overflowed,
+            failure=None if timed_out or self._overflowed else failure,
+        )
+
+    # -- ending ---------------------------------------------------------------------------------
+
+    def _signal(self, sig: int) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+    async def kill(self) -> None:
+        """SIGTERM the worker's process group, SIGKILL it after a grace period."""
+        if self._broken is None:
+            self._broken = "was stopped"
+        if self._exited is not None and not self._exited.done():
+            self._signal(signal.SIGTERM)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._exited), KILL_GRACE_S)
+        self._signal(signal.SIGKILL)  # children the grader forked share its group
+        if self.transport is not None:
+            self.transport.close()
+
+    async def close(self) -> None:
+        """End of the run: close stdin (a served grader exits at EOF), then kill what is left."""
+        if self.transport is not None and self._exited is not None and not self._exited.done():
+            stdin = self.transport.get_pipe_transport(0)
+            if stdin is not None:
+                stdin.close()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._exited), CLOSE_GRACE_S)
+        self._signal(signal.SIGKILL)
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"grader was killed by signal {name} before it answered"
+    return f"grader exited with status {code} before it answered"
+
+
+class ServePool:
+    """At most ``size`` workers of one grader; a worker serves one case at a time."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        cwd: Path,
+        env: Mapping[str, str],
+        size: int,
+        exit_status: ExitStatus = _as_is,
+    ) -> None:
+        self.argv = argv
+        self.exit_status = exit_status
+        self.cwd = cwd
+        self.env = {**env, MODE_ENV: SERVE}
+        self.size = max(1, size)
+        self._idle: list[ServeWorker] = []
+        self._all: set[ServeWorker] = set()
+        self._slots = asyncio.Semaphore(self.size)
+        self.started = 0
+
+    async def run(
+        self, line: bytes, timeout: float, stdout_cap: int = STDOUT_CAP
+    ) -> ProcessOutcome:
+        async with self._slots:
+            worker = self._take_idle()
+            if worker is None:
+                worker = ServeWorker(self.argv, self.cwd, self.env, stdout_cap, self.exit_status)
+                self.started += 1
+                failure = await worker.start()
+                if failure is not None:
+                    return ProcessOutcome(None, b"", "", 0.0, spawn_error=failure)
+                self._all.add(worker)
+            try:
+                outcome = await worker.run_case(line, timeout)
+            finally:
+                if worker.alive:
+                    self._idle.append(worker)
+                else:
+                    self._all.discard(worker)
+            return outcome
+
+    def _take_idle(self) -> ServeWorker | None:
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.alive:
+                return worker
+            self._all.discard(worker)
+            asyncio.ensure_future(worker.kill())
+        return None
+
+    async def close(self) -> None:
+        workers, self._all, self._idle = list(self._all), set(), []
+        await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
+
+
+class GraderPools:
+    """The stream-mode pools of one run, one per grader (argv, folder, environment)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = max(1, size)
+        self._pools: dict[tuple[Any, ...], ServePool] = {}
+
+    def pool(
+        self,
+        argv: list[str],
+        cwd: Path,
+        allow: list[str],
+        env: Callable[[], Mapping[str, str]],
+        *,
+        exit_status: ExitStatus = _as_is,
+    ) -> ServePool:
+        """The pool of this grader (``argv`` as wrapped by its sandbox); ``env`` makes its
+        workers' environment on first use."""
+        key = (tuple(argv), str(cwd), tuple(allow))
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = ServePool(argv, cwd, env(), self.size, exit_status)
+        return pool
+
+    @property
+    def workers_started(self) -> int:
+        return sum(p.started for p in self._pools.values())
+
+    async def close(self) -> None:
+        pools, self._pools = list(self._pools.values()), {}
+        await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)

@@ -1,0 +1,229 @@
+"""Stream mode (`mode: serve`, docs/grader-protocol.md): long-lived grader processes keep every
+per-case promise of the per-process mode. Real runs of the CLI, real grader processes, the real
+proxy over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, read_bundle, run_cli
+
+TARGETS = """\
+targets:
+  - name: judge
+    kind: mock
+    default: '{"relevant": true, "reason": "scripted"}'
+"""
+
+# A grader on the SDK that reports what it saw; what it does per case is steered by the id.
+SDK_GRADER = """\
+import json, os, sys, time, uuid
+from grader_sdk import GraderInput, TargetClient, Unauthorized, script_grader
+
+SEEN = {"previous_token": None, "cases": 0}
+PROCESS = uuid.uuid4().hex  # pids repeat across PID namespaces (the sandbox); this does not
+
+@script_grader
+def grade(inp: GraderInput):
+    SEEN["cases"] += 1
+    print(f"note for {inp.case_id}", file=sys.stderr)
+    print("a stray print goes to stderr, not into the answer")
+    if inp.case_id.startswith("hang"):
+        time.sleep(600)
+    if inp.case_id.startswith("crash"):
+        os._exit(9)
+    client = TargetClient.from_env()
+    client.invoke("one judge call")
+    info = client.info()
+    previous = "none"
+    if SEEN["previous_token"] is not None:
+        stale = TargetClient(client.url, SEEN["previous_token"])
+        try:
+            stale.info()
+            previous = "accepted"
+        except Unauthorized:
+            previous = "rejected"
+    token = client.token
+    fresh = token != SEEN["previous_token"]
+    SEEN["previous_token"] = token
+    return {
+        "score": 1.0,
+        "details": {
+            "pid": PROCESS,
+            "cases_in_process": SEEN["cases"],
+            "calls_left": info.remaining,
+            "previous_token": previous,
+            "fresh_token": fresh,
+            "mode": os.environ.get("EVALRUN_GRADER_MODE"),
+            "secret_seen": "EVALRUN_TEST_API_KEY" in os.environ,
+            "token_in_process_env": "AGENTV_TARGET_PROXY_TOKEN" in os.environ,
+        },
+    }
+"""
+
+
+def _write_eval(folder: Path, ids: list[str], *, timeout: float = 30, mode: str = "serve") -> Path:
+    (folder / "targets.yaml").write_text(TARGETS)
+    (folder / "g.py").write_text(SDK_GRADER)
+    tests = "\n".join(f"  - id: {i}\n    input: q {i}\n    output: a {i}" for i in ids)
+    path = folder / "serve.eval.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            judge: judge
+            graders:
+              - name: g
+                command: [{json.dumps(sys.executable)}, g.py]
+                mode: {mode}
+                timeout: {timeout}
+                target: {{max_calls: 2}}
+            tests:
+            """
+        )
+        + tests
+        + "\n"
+    )
+    return path
+
+
+def _run(tmp_path: Path, ids: list[str], *, workers: int, **kwargs) -> dict[str, dict]:
+    path = _write_eval(tmp_path, ids, **kwargs)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALRUN_TEST_API_KEY": "sk-must-not-leak"}
+    proc = run_cli(
+        str(path), "--out", str(out), "--workers", str(workers), "--quiet", env=env, timeout=120
+    )
+    assert proc.returncode in (0, 3), proc.stderr
+    results, summary = read_bundle(out)
+    assert summary["counts"]["total"] == len(ids)
+    judge = summary["targets"]["judge"]  # the summary says how the judge's concurrency went
+    assert judge["rate_limited"] == 0 and 1 <= judge["concurrency_reached"] <= workers
+    return {r["id"]: r["graders"][0] for r in results}
+
+
+def test_one_process_serves_many_cases_with_a_fresh_token_each(tmp_path):
+    ids = [f"c{i}" for i in range(6)]
+    by_id = _run(tmp_path, ids, workers=1)
+    details = [by_id[i]["details"] for i in ids]
+    assert len({d["pid"] for d in details}) == 1  # served: one process for every case
+    assert [d["cases_in_process"] for d in details] == [1, 2, 3, 4, 5, 6]
+    assert all(d["mode"] == "serve" for d in details)
+    assert all(d["fresh_token"] for d in details)
+    # the previous case's token was revoked when its answer came back
+    assert details[0]["previous_token"] == "none"
+    assert all(d["previous_token"] == "rejected" for d in details[1:])
+    assert all(d["calls_left"] == 1 for d in details)  # each case's budget is its own
+    assert not any(d["secret_seen"] for d in details)  # scrubbed like a per-process grader
+    # the token lives in the process environment only while its case runs
+    assert all(by_id[i]["status"] == "passed" for i in ids)
+
+
+def test_stderr_belongs_to_the_case_that_wrote_it(tmp_path):
+    ids = [f"s{i}" for i in range(5)]
+    by_id = _run(tmp_path, ids, workers=1)
+    for case_id in ids:
+        tail = by_id[case_id]["stderr_tail"]
+        assert f"note for {case_id}" in tail
+        assert "a stray print goes to stderr" in tail
+        others = [o for o in ids if o != case_id and f"note for {o}" in tail]
+        assert others == [], tail
+
+
+def test_a_hung_case_is_killed_alone(tmp_path):
+    ids = ["a1", "hang", "a2", "a3", "a4"]
+    by_id = _run(tmp_path, ids, workers=2, timeout=2)
+    assert by_id["hang"]["status"] == "error"
+    assert "timed out" in by_id["hang"]["reason"]
+    for case_id in ("a1", "a2", "a3", "a4"):
+        assert by_id[case_id]["status"] == "passed", by_id[case_id]
+
+
+def test_a_crash_mid_case_errors_that_case_only(tmp_path):
+    ids = ["b1", "b2", "crash", "b3", "b4"]
+    by_id = _run(tmp_path, ids, workers=1)
+    crash = by_id["crash"]
+    assert crash["status"] == "error"
+    assert "exited with status 9 before it answered" in crash["reason"]
+    assert "note for crash" in crash["stderr_tail"]
+    for case_id in ("b1", "b2", "b3", "b4"):
+        assert by_id[case_id]["status"] == "passed", by_id[case_id]
+    before = {by_id[i]["details"]["pid"] for i in ("b1", "b2")}
+    after = {by_id[i]["details"]["pid"] for i in ("b3", "b4")}
+    assert len(before) == len(after) == 1 and before != after  # a new worker took over
+    assert by_id["b3"]["details"]["cases_in_process"] == 1
+
+
+def test_process_mode_is_still_one_process_per_case(tmp_path):
+    ids = ["p1", "p2", "p3"]
+    by_id = _run(tmp_path, ids, workers=1, mode="process")
+    details = [by_id[i]["details"] for i in ids]
+    assert len({d["pid"] for d in details}) == 3
+    assert all(d["mode"] is None and d["token_in_process_env"] for d in details)
+
+
+RAW_GRADER = """\
+import json, sys
+for line in sys.stdin:
+    case = json.loads(line)
+    payload = case["payload"]
+    if payload["case_id"] == "garbled":
+        print("this is not an answer", flush=True)
+        continue
+    answer = {"exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
+    print(json.dumps(answer), flush=True)
+"""
+
+
+def test_any_executable_can_serve_and_a_garbled_answer_errors_only_its_case(tmp_path):
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "raw.py").write_text(RAW_GRADER)
+    (tmp_path / "raw.eval.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            graders:
+              - name: raw
+                command: [{json.dumps(sys.executable)}, raw.py]
+                mode: serve
+            tests:
+              - {{id: r1, input: q, output: a}}
+              - {{id: garbled, input: q, output: a}}
+              - {{id: r2, input: q, output: a}}
+            """
+        )
+    )
+    out = tmp_path / "out"
+    proc = run_cli(str(tmp_path / "raw.eval.yaml"), "--out", str(out), "--workers", "1", "--quiet")
+    assert proc.returncode == 3, proc.stderr
+    results, _ = read_bundle(out)
+    by_id = {r["id"]: r["graders"][0] for r in results}
+    assert by_id["r1"]["status"] == by_id["r2"]["status"] == "passed"
+    assert by_id["r2"]["reason"] == "r2"
+    assert by_id["garbled"]["status"] == "error"
+    assert "not {exit, result}" in by_id["garbled"]["reason"]
+
+
+@pytest.mark.parametrize("mode", ["serve", "process"])
+def test_the_builtin_example_scores_the_same_in_both_modes(tmp_path, mode):
+    source = (ROOT / "evals" / "contextual-precision.eval.yaml").read_text()
+    assert "type: contextual-precision" in source
+    path = ROOT / "evals" / f".mode-{mode}-{os.getpid()}.eval.yaml"
+    path.write_text(
+        source.replace(
+            "type: contextual-precision", f"type: contextual-precision\n    mode: {mode}"
+        )
+    )
+    try:
+        out = tmp_path / "out"
+        proc = run_cli(str(path), "--target", "mock", "--out", str(out), "--quiet")
+    finally:
+        path.unlink()
+    assert proc.returncode == 1, proc.stderr
+    results, _ = read_bundle(out)
+    scores = sorted(round(r["score"], 3) for r in results)
+    assert scores == [0.333, 0.833, 1.0]

@@ -124,10 +124,13 @@ class ProxyInfo:
     call_count: int
     max_calls: int
     available_targets: list[str] = field(default_factory=list)
+    #: budget units one request to the default target costs (a judge panel: one per member)
+    calls_per_request: int = 1
 
     @property
     def remaining(self) -> int:
-        return max(0, self.max_calls - self.call_count)
+        """Requests to the default target the budget still pays for."""
+        return max(0, self.max_calls - self.call_count) // max(1, self.calls_per_request)
 
     @classmethod
     def from_wire(cls, data: Any) -> ProxyInfo:
@@ -141,6 +144,7 @@ class ProxyInfo:
                 available_targets=[
                     str(t) for t in (_pick(data, "availableTargets", "available_targets") or [])
                 ],
+                calls_per_request=int(_pick(data, "callsPerRequest", "calls_per_request") or 1),
             )
         except (TypeError, ValueError) as exc:
             raise ProtocolError(f"malformed info response: {exc}") from None

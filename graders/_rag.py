@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput, Verdict, configured_context, parse_json_reply
+from grader_sdk import (
+    Abstain,
+    GraderInput,
+    ProxyInfo,
+    Verdict,
+    configured_context,
+    parse_json_reply,
+)
 
 AGGREGATES = ("weighted", "mean")
 
@@ -103,16 +110,19 @@ def format_score(value: float) -> str:
     return f"{value:.3f}".rstrip("0").rstrip(".") if value not in (0.0, 1.0) else f"{value:.1f}"
 
 
-def check_budget(remaining: int, max_calls: int, needed: int, work: str) -> None:
-    """Abstain up front when the grant cannot pay for the judge calls the metric needs; the
-    hint counts the calls already spent, so following it is always enough."""
-    if needed > remaining:
-        at_least = max_calls - remaining + needed
+def check_budget(info: ProxyInfo, needed: int, work: str) -> None:
+    """Abstain up front when the grant cannot pay for the judge requests the metric needs; the
+    hint counts the calls already spent and what a request costs (a judge panel: one call per
+    member), so following it is always enough."""
+    if needed > info.remaining:
+        at_least = info.call_count + needed * info.calls_per_request
+        cost = f" at {info.calls_per_request} calls each" if info.calls_per_request > 1 else ""
         raise Abstain(
-            f"not enough judge calls: {work} needs {needed}, but max_calls is {max_calls} "
-            f"with {remaining} left; raise `target: {{max_calls: ...}}` to at least {at_least} "
+            f"not enough judge calls: {work} needs {needed}{cost}, but max_calls is "
+            f"{info.max_calls} with {info.max_calls - info.call_count} left; raise "
+            f"`target: {{max_calls: ...}}` to at least {at_least} "
             "(a little more leaves room to ask again after unreadable or cut-off replies)",
-            {"needed": needed, "remaining": remaining, "max_calls": max_calls},
+            {"needed": needed, "remaining": info.remaining, "max_calls": info.max_calls},
         )
 
 

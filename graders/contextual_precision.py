@@ -148,7 +148,7 @@ def grade(inp: GraderInput) -> GraderResult:
 
     client = TargetClient.from_env()
     info = client.info()
-    check_budget(info.remaining, info.max_calls, total, f"judging {total} retrieved nodes")
+    check_budget(info, total, f"judging {total} retrieved nodes")
     expected = inp.expected_text() if config.get("include_expected", True) else None
     options = {"target": config.get("judge_target")}
     for group in groups:

@@ -94,7 +94,7 @@ def grade(inp: GraderInput) -> GraderResult:
     options = {"target": inp.config.get("judge_target")}
     client = TargetClient.from_env()
     info = client.info()
-    check_budget(info.remaining, info.max_calls, 2, "extracting statements and judging them")
+    check_budget(info, 2, "extracting statements and judging them")
     try:
         statements = extract_statements(client, expected, reserve=1, **options)
     except JudgeReplyError as exc:
@@ -105,8 +105,7 @@ def grade(inp: GraderInput) -> GraderResult:
         raise Abstain("the judge found no factual statements in the expected answer")
     info = client.info()
     check_budget(
-        info.remaining,
-        info.max_calls,
+        info,
         len(statements),
         f"judging {len(statements)} statements (after 1 extraction call)",
     )

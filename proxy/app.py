@@ -220,6 +220,12 @@ class ProxyRoutes:
             **extra,
         )
 
+    def _calls_or_one(self, name: str) -> int:
+        try:
+            return self._calls(name)
+        except ProxyError:  # a target that cannot be built says so when it is called
+            return 1
+
     def _calls(self, name: str) -> int:
         """What one request to ``name`` costs the budget: a judge panel costs one per member."""
         return int(getattr(self._target(name), "calls_per_request", 1))
@@ -324,6 +330,8 @@ class ProxyRoutes:
                 "maxCalls": grant.max_calls,
                 "availableTargets": list(grant.allowed),
                 "availableProviderLabels": list(grant.allowed),
+                # what one request to the default target costs: a judge panel, one per member
+                "callsPerRequest": self._calls_or_one(grant.default_target),
             }
         )
 

@@ -36,6 +36,7 @@ def test_info_and_invoke_follow_the_wire_contract() -> None:
                     "maxCalls": 5,
                     "availableTargets": ["mock-judge", "other"],
                     "availableProviderLabels": ["mock-judge", "other"],
+                    "callsPerRequest": 1,
                 }
                 reply = await http.post(
                     "/invoke",

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader_sdk import Abstain, GraderInput
+from grader_sdk import Abstain, GraderInput, ProxyInfo
 from graders._rag import (
     aggregate,
     average_precision,
@@ -110,10 +110,22 @@ def test_recall() -> None:
 
 
 def test_check_budget_abstains_with_a_clear_reason() -> None:
-    check_budget(remaining=3, max_calls=3, needed=3, work="judging 3 nodes")
+    fresh = ProxyInfo(target_name="judge", call_count=0, max_calls=3)
+    check_budget(fresh, needed=3, work="judging 3 nodes")
     with pytest.raises(Abstain, match=r"needs 4, but max_calls is 3 with 3 left") as info:
-        check_budget(remaining=3, max_calls=3, needed=4, work="judging 4 nodes")
+        check_budget(fresh, needed=4, work="judging 4 nodes")
     assert info.value.details == {"needed": 4, "remaining": 3, "max_calls": 3}
+    assert "to at least 4 " in str(info.value)
+
+
+def test_check_budget_counts_a_panel_request_as_one_call_per_member() -> None:
+    """A three-member judge panel: 5 calls left pay for one request, not five."""
+    panel = ProxyInfo(target_name="jury", call_count=1, max_calls=6, calls_per_request=3)
+    assert panel.remaining == 1
+    with pytest.raises(Abstain, match=r"needs 4 at 3 calls each, but max_calls is 6 with 5 left"):
+        check_budget(panel, needed=4, work="judging 4 nodes")
+    with pytest.raises(Abstain, match=r"to at least 13 "):
+        check_budget(panel, needed=4, work="judging 4 nodes")
 
 
 def _two_calls(**config: object) -> GraderInput:

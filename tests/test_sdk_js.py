@@ -93,6 +93,7 @@ def test_client_invoke_batch_and_info() -> None:
         "callCount": 3,
         "maxCalls": 5,
         "availableTargets": ["mock"],
+        "callsPerRequest": 1,
         "remaining": 2,
     }
 

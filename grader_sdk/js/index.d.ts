@@ -94,6 +94,9 @@ export interface ProxyInfo {
   callCount: number;
   maxCalls: number;
   availableTargets: string[];
+  /** Budget units one request to the default target costs (a judge panel: one per member). */
+  callsPerRequest: number;
+  /** Requests to the default target the budget still pays for. */
   remaining: number;
 }
 

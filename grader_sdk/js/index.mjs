@@ -233,18 +233,22 @@ export class TargetClient {
     return data.responses.map(resultFromWire);
   }
 
-  /** {targetName, callCount, maxCalls, availableTargets, remaining} for this grader's token. */
+  /** {targetName, callCount, maxCalls, availableTargets, callsPerRequest, remaining} for this
+   * grader's token; ``remaining`` counts requests to the default target. */
   async getInfo() {
     const data = await this._call('GET', '/info');
     if (!data || typeof data !== 'object') throw new ProtocolError('expected an info object');
     const callCount = Number(data.callCount ?? data.call_count ?? 0);
     const maxCalls = Number(data.maxCalls ?? data.max_calls ?? 0);
+    // budget units one request to the default target costs (a judge panel: one per member)
+    const callsPerRequest = Math.max(1, Number(data.callsPerRequest ?? data.calls_per_request ?? 1));
     return {
       targetName: String(data.targetName ?? data.target_name ?? ''),
       callCount,
       maxCalls,
       availableTargets: (data.availableTargets ?? data.available_targets ?? []).map(String),
-      remaining: Math.max(0, maxCalls - callCount),
+      callsPerRequest,
+      remaining: Math.floor(Math.max(0, maxCalls - callCount) / callsPerRequest),
     };
   }
 

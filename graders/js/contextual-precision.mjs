@@ -143,10 +143,12 @@ await defineScriptGrader(async (input) => {
   const client = createTargetClient();
   const info = await client.getInfo();
   if (total > info.remaining) {
-    const atLeast = info.maxCalls - info.remaining + total;
+    // a judge panel costs one call per member (docs/judges.md)
+    const atLeast = info.callCount + total * info.callsPerRequest;
+    const cost = info.callsPerRequest > 1 ? ` at ${info.callsPerRequest} calls each` : '';
     throw new Abstain(
-      `not enough judge calls: judging ${total} retrieved nodes needs ${total}, but max_calls is ${info.maxCalls} ` +
-        `with ${info.remaining} left; raise \`target: {max_calls: ...}\` to at least ${atLeast} ` +
+      `not enough judge calls: judging ${total} retrieved nodes needs ${total}${cost}, but max_calls is ${info.maxCalls} ` +
+        `with ${info.maxCalls - info.callCount} left; raise \`target: {max_calls: ...}\` to at least ${atLeast} ` +
         '(a little more leaves room to ask again after unreadable or cut-off replies)',
       { needed: total, remaining: info.remaining, max_calls: info.maxCalls },
     );

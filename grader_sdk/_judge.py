@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader_sdk._errors import BudgetExceeded, JudgeReplyError, ProtocolError, ProxyError
-from grader_sdk.replies import Reading, read_statements, read_verdict, reply_problem, scaled_number
+from grader_sdk.replies import (
+    Reading,
+    read_statements,
+    read_verdict,
+    reply_problem,
+    scaled_number,
+)
 
 RELEVANCE_SYSTEM = (
     "You judge search results for a question-answering system. Decide whether ONE retrieved "
@@ -161,17 +167,6 @@ def _node_number(value: Any, size: int) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return value if isinstance(value, int) and 1 <= value <= size else None
-
-
-def dedupe_statements(statements: Sequence[str]) -> list[str]:
-    seen: set[str] = set()
-    out: list[str] = []
-    for statement in statements:
-        key = " ".join(statement.lower().split()).strip(" .")
-        if key and key not in seen:
-            seen.add(key)
-            out.append(statement)
-    return out
 
 
 # --- requests --------------------------------------------------------------------------------
@@ -466,7 +461,7 @@ def _statements_plan(text: str, retry: bool, reserve: int, options: dict[str, An
             f"the judge's list of statements could not be read ({reading.explain()})",
             raw=reading.raw,
         )
-    return dedupe_statements(reading.value)
+    return list(reading.value)  # read_statements has de-duplicated them
 
 
 def judge_relevance(

@@ -659,7 +659,7 @@ def read_statements(text: str | None) -> Reading:
     for candidate in reversed(candidates(body)):
         items = _statement_items(candidate)
         if items is not None:
-            return Reading(_dedupe(items), source="json", data=candidate, raw=raw)
+            return Reading(dedupe_statements(items), source="json", data=candidate, raw=raw)
     if is_refusal(body):
         return _refused(raw)
     lines = [line.strip() for line in body.splitlines()]
@@ -669,13 +669,13 @@ def read_statements(text: str | None) -> Reading:
         inside = lines[at[0] : at[-1] + 1]
         if all(marks[at[0] + k] or not line for k, line in enumerate(inside)):
             items = [m.group(1).strip() for m in marks if m]
-            return Reading(_dedupe(items), source="lines", raw=raw)
+            return Reading(dedupe_statements(items), source="lines", raw=raw)
         return Reading(problem="text between the listed statements", raw=raw)
     sentences = [line for line in lines if line]
     if sentences and sentences[0].endswith(":"):
         sentences = sentences[1:]
     if len(sentences) >= 2 and all(s[-1] in ".!?" and s[0].isupper() for s in sentences):
-        return Reading(_dedupe(sentences), source="lines", raw=raw)
+        return Reading(dedupe_statements(sentences), source="lines", raw=raw)
     return Reading(problem="no list of statements found in the reply", raw=raw)
 
 
@@ -702,7 +702,8 @@ def _statement_items(candidate: Any) -> list[str] | None:
     return [s for s in out if s]
 
 
-def _dedupe(statements: Iterable[str]) -> list[str]:
+def dedupe_statements(statements: Iterable[str]) -> list[str]:
+    """The statements in order, each once (case, spaces and a final full stop ignored)."""
     seen: set[str] = set()
     out: list[str] = []
     for statement in statements:

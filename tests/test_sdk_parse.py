@@ -7,12 +7,11 @@ import pytest
 from grader_sdk import parse_json_reply
 from grader_sdk._judge import (
     chunk_requests,
-    dedupe_statements,
     read_attribution,
     read_relevance,
     relevance_requests,
 )
-from grader_sdk.replies import as_bool, read_statements
+from grader_sdk.replies import as_bool, dedupe_statements, read_statements
 
 
 @pytest.mark.parametrize(

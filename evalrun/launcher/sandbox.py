@@ -7,7 +7,8 @@ files. The levels and what each one hides are in docs/security.md ("Grader sandb
   visible), all capabilities dropped (so even root cannot unmount a mask), evalrun's own files
   masked; the rest of the file system and the network as the user has them.
 - ``strict``: ``process`` plus a read-only file system, except the grader's working folder and a
-  private ``/tmp``, and a network namespace of its own where only the judge proxy is reachable
+  private temp folder (``TMPDIR``), and a network namespace of its own where only the judge proxy
+  is reachable
   (``netrelay.py`` carries its loopback port to the proxy's Unix socket).
 - ``auto`` (the default): ``process`` where bubblewrap can create namespaces, else ``none``.
 
@@ -21,6 +22,7 @@ import functools
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +76,8 @@ class Sandbox:
 
     level: Level
     masked: tuple[Path, ...] = ()
+    #: where ``strict`` grader runs get their own private temp folder (the run's private folder)
+    scratch: Path | None = None
 
     def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
         if self.level == "none" or shutil.which(argv[0]) is None:
@@ -82,7 +86,10 @@ class Sandbox:
         bwrap = shutil.which("bwrap") or "bwrap"
         command = list(argv)
         if self.level == "strict":
-            base = ["--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp"]
+            base = ["--ro-bind", "/", "/", "--dev", "/dev"]
+            if self.scratch is not None:
+                private = tempfile.mkdtemp(dir=self.scratch)
+                base += ["--bind", private, private, "--setenv", "TMPDIR", private]
             base += ["--bind", str(cwd), str(cwd), "--unshare-net"]
             if proxy is not None:
                 folder = str(proxy.socket_path.parent)
@@ -115,11 +122,11 @@ class SandboxPolicy:
     notice: str | None = None
     #: some grader runs ``strict``: the proxy also listens on a Unix socket for it
     isolates_network: bool = False
+    scratch: Path | None = None
 
     def for_grader(self, requested: Requested | None) -> Sandbox:
-        if requested is None or requested == "auto":
-            return Sandbox(self.default, self.masked)
-        return Sandbox(requested, self.masked)
+        level = self.default if requested is None or requested == "auto" else requested
+        return Sandbox(level, self.masked, self.scratch)
 
 
 def resolve_policy(

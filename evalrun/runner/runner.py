@@ -115,11 +115,11 @@ class EvalRun:
         if problems:
             raise PreflightError(problems)
         levels = {g.sandbox for _, g in survey.graders if g.type not in DETERMINISTIC_TYPES}
+        self._private_dir: Path | None = None
         self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise ConfigError("--executor ray needs Ray: pip install 'evalrun[ray]'")
         self._proxy: Any = None
-        self._proxy_dir: Path | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(options.workers)
         #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
@@ -150,11 +150,17 @@ class EvalRun:
         if not levels:  # nothing runs as a process
             return SandboxPolicy()
         try:
-            return resolve_policy(
+            policy = resolve_policy(
                 self.options.sandbox, levels, [p for p in own_files if p is not None]
             )
         except SandboxUnavailable as exc:
             raise ConfigError(str(exc)) from None
+        if not policy.isolates_network:
+            return policy
+        # strict graders: the proxy's Unix socket and their private temp folders live here
+        self._private_dir = Path(tempfile.mkdtemp(prefix="evalrun-"))
+        (self._private_dir / "tmp").mkdir()
+        return dataclasses.replace(policy, scratch=self._private_dir / "tmp")
 
     async def _get_proxy(self) -> Any:
         async with self._proxy_lock:
@@ -163,9 +169,9 @@ class EvalRun:
 
                 secrets = [s for t in self.pool.file.targets if (s := _secret_of(t))]
                 unix_socket = None
-                if self.sandbox.isolates_network:  # strict graders reach it through this
-                    self._proxy_dir = Path(tempfile.mkdtemp(prefix="evalrun-proxy-"))
-                    unix_socket = self._proxy_dir / "proxy.sock"
+                if self._private_dir is not None:  # strict graders reach it through this
+                    (self._private_dir / "sock").mkdir(exist_ok=True)
+                    unix_socket = self._private_dir / "sock" / "proxy.sock"
                 proxy = JudgeProxy(
                     self.pool.get, self.pool.names, secrets=secrets, unix_socket=unix_socket
                 )
@@ -317,8 +323,8 @@ class EvalRun:
         if self._proxy is not None:
             await self._proxy.stop()
             self._proxy = None
-        if self._proxy_dir is not None:
-            shutil.rmtree(self._proxy_dir, ignore_errors=True)
+        if self._private_dir is not None:
+            shutil.rmtree(self._private_dir, ignore_errors=True)
         await self.pool.aclose()
 
     def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:

@@ -23,8 +23,9 @@ from report_helpers import case as case_result
 from report_helpers import grader, judge_calls_for, mixed_cases, random_cases, write_bundle
 
 from evalrun.reporters import write_reports
-from evalrun.reporters.bundle_view import DETAIL_LIMIT, case_reason, problem_rank
+from evalrun.reporters.bundle_view import DETAIL_LIMIT, case_reason
 from evalrun.reporters.html import PAGE
+from evalrun.results.scan import problem_rank
 
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None

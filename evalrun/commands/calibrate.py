@@ -15,7 +15,7 @@ import typer
 
 from evalrun.calibration.compare import calibrate as compare
 from evalrun.calibration.render import markdown, page
-from evalrun.results.bundle import read_results
+from evalrun.results.reader import read_results
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.spec.loader import EvalFileError, load_eval

@@ -18,6 +18,7 @@ from rich.text import Text
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError
 from evalrun.results.models import CaseResult
+from evalrun.results.scan import ResultScan
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.selection import parse_shard, select_cases
@@ -174,7 +175,7 @@ def run(
         if filter_ and not select_cases(loaded.tests, filters=filter_, shard=None):
             raise ConfigError(_no_match(filter_, [case.id for case in loaded.tests]))
         if rerun_failed is not None:
-            from evalrun.results.bundle import read_results
+            from evalrun.results.reader import read_results
             from evalrun.runner.selection import failed_ids
 
             if not rerun_failed.is_dir():
@@ -233,7 +234,7 @@ def run(
             f"error: the run bundle is incomplete: {printable(outcome.write_error)}", err=True
         )
     else:
-        _write_reports(outcome.out or options.out, options.report_formats)
+        _write_reports(outcome.out or options.out, options.report_formats, outcome.scan)
     if not quiet:
         _print_table(outcome.cases, outcome.total, outcome.summary, outcome.out or options.out)
     else:
@@ -241,12 +242,12 @@ def run(
     raise typer.Exit(outcome.exit_code)
 
 
-def _write_reports(out: Path, formats: tuple[str, ...]) -> None:
+def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None) -> None:
     try:
         from evalrun.reporters import write_reports
     except ImportError:
         return
-    write_reports(out, formats)
+    write_reports(out, formats, scan=scan)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         from evalrun.reporters import github_actions
 

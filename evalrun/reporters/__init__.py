@@ -16,6 +16,7 @@ from typing import Protocol, TextIO
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
 from evalrun.results.models import CaseResult
+from evalrun.results.scan import ResultScan
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
 #: The name the runner calls.
@@ -94,14 +95,17 @@ def write_reports(
     formats: Iterable[str] = DEFAULT_FORMATS,
     *,
     unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
+    scan: ResultScan | None = None,
 ) -> list[Path]:
-    """Render the bundle in ``run_dir`` into its report files; returns the paths written."""
+    """Render the bundle in ``run_dir`` into its report files; returns the paths written.
+    ``scan``: the pass the run made over ``results.jsonl``, so the reports need not make it
+    again."""
     formats = list(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown report format(s) {unknown} (choose from {', '.join(FORMATS)})")
     run_dir = Path(run_dir)
-    view = load_bundle(run_dir, unstable_bound=unstable_bound)
+    view = load_bundle(run_dir, unstable_bound=unstable_bound, scan=scan)
     paths = [run_dir / FORMATS[fmt][1] for fmt in formats]
     with contextlib.ExitStack() as stack:
         handles = [

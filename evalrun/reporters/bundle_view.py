@@ -1,87 +1,44 @@
 """A run bundle read for reporting, with every statistic the reporters show.
 
 Reporters format a :class:`BundleView`; none of them computes statistics of its own. What stays
-in memory is numbers: the statistics (one pass over ``results.jsonl``) and, per result, where
-its line is and where it goes in the report order. Results and judge calls are read back one
-case at a time by file offset, so reporters write as they go (docs/performance.md).
+in memory is numbers: the statistics and, per result, where its line is and where it goes in the
+report order (one pass over ``results.jsonl``, :mod:`evalrun.results.scan`, which a run hands
+over). Results and judge calls are read back one case at a time by file offset, through the
+bundle's one reader, so reporters write as they go (docs/performance.md).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
-from evalrun.compact import merge_sorted, repeated
-from evalrun.results import bundle, stats
+from evalrun.results import bundle, reader, stats
 from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.scan import CaseIndex, ResultScan, scan_results
 from evalrun.results.summary import (
     DEFAULT_UNSTABLE_BOUND,
     GraderStats,
     RepeatStats,
     RunStats,
-    StatsBuilder,
     summary_dict,
 )
 
-#: Keys of ``CaseResult.timings`` read as the case's wall time, in order of preference.
-DURATION_KEYS_MS = ("total_ms", "duration_ms", "wall_ms")
-DURATION_KEYS_S = ("total_s", "duration_s")
 #: How long a one-line reason may be (a table cell, a CI failure message).
 REASON_LIMIT = 240
 
 
-#: Report order of statuses: what needs a look first.
-PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
 #: Runs with more results than this show passed cases compactly: no per-case details in
 #: report.md, and in report.html a row each from compact data, paged in by the page's script.
 DETAIL_LIMIT = 1000
-#: Sort-key layout of a passed result in 64 bits: line (or _NO_LINE), repeat, byte offset.
-_LINE_BITS = 22
-_NO_LINE = (1 << _LINE_BITS) - 1
-_REPEAT_BITS = 6
-_OFFSET_BITS = 64 - _LINE_BITS - _REPEAT_BITS
-
-
-def problem_rank(case: CaseResult) -> tuple[int, int, int]:
-    """Sort key of the report order (see :class:`CaseIndex`) for a result in memory; results
-    without a line keep their order (a stable sort)."""
-    line = case.line if case.line is not None else _NO_LINE
-    return (
-        PROBLEMS_FIRST.get(case.status, 0),
-        line,
-        int(case.repeat or 0) if case.line is not None else 0,
-    )
 
 
 class BundleNotFound(FileNotFoundError):
     """The directory is not a run bundle."""
-
-
-def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """(offset, value) of every line of ``path`` that parses; torn or blank lines are skipped."""
-    if not path.is_file():
-        return
-    offset = 0
-    with open(path, "rb") as handle:
-        for line in handle:
-            try:
-                value = json.loads(line.decode("utf-8"))
-            except ValueError:
-                value = None
-            if value is not None:
-                yield offset, value
-            offset += len(line)
-
-
-def _read_line(handle: BinaryIO, offset: int) -> Any:
-    handle.seek(offset)
-    return json.loads(handle.readline().decode("utf-8"))
 
 
 @dataclass
@@ -122,54 +79,11 @@ class JudgeCalls:
         }
 
 
-def _scan_judge_calls(path: Path) -> JudgeCalls:
+def _scan_judge_calls(run_dir: Path) -> JudgeCalls:
     calls = JudgeCalls()
-    for offset, call in _json_lines(path):
-        if isinstance(call, dict):
-            calls.add(offset, call)
+    for offset, call in reader.judge_call_lines(run_dir):
+        calls.add(offset, call)
     return calls
-
-
-@dataclass
-class CaseIndex:
-    """Where each result's line is, in report order: problems first (error, failed, unscored,
-    then passed), by the case's line in its eval file within a status, then by repeat; results
-    without a line after those, in the order of ``results.jsonl``."""
-
-    #: (status rank, line, repeat, offset) of every result that did not pass: few, as a rule.
-    problems: list[tuple[int, int, int, int]] = field(default_factory=list)
-    #: One 64-bit sort key per passed result: line, repeat and offset packed together (a
-    #: passed case costs 8 bytes here, however large the run).
-    passed: array[int] = field(default_factory=lambda: array("Q"))
-
-    def add(self, rank: int, line: int | None, repeat: int, offset: int) -> None:
-        if offset >> _OFFSET_BITS:
-            raise ValueError(f"results.jsonl beyond {1 << _OFFSET_BITS} bytes is not supported")
-        if line is None or not 0 <= line < _NO_LINE:
-            line, repeat = _NO_LINE, 0
-        repeat = min(max(repeat, 0), (1 << _REPEAT_BITS) - 1)
-        if rank == PROBLEMS_FIRST["passed"]:
-            self.passed.append((((line << _REPEAT_BITS) | repeat) << _OFFSET_BITS) | offset)
-        else:
-            self.problems.append((rank, line, repeat, offset))
-
-    def sort(self) -> None:
-        self.problems.sort()
-        self.passed = array("Q", merge_sorted(self.passed))
-
-    def offsets(self, *, problems: bool = True, passed: bool = True) -> Iterator[int]:
-        if problems:
-            for entry in self.problems:
-                yield entry[3]
-        if passed:
-            mask = (1 << _OFFSET_BITS) - 1
-            for key in self.passed:
-                yield key & mask
-
-    def failure_offsets(self) -> Iterator[int]:
-        for rank, _, _, offset in self.problems:
-            if rank <= PROBLEMS_FIRST["failed"]:
-                yield offset
 
 
 @dataclass
@@ -227,18 +141,7 @@ class BundleView:
     def read_at(self, offsets: Iterable[int], *, brief: bool = False) -> Iterator[CaseResult]:
         """The results whose lines start at ``offsets``, read one at a time (``brief``: see
         :attr:`cases`)."""
-        path = self.run_dir / bundle.RESULTS
-        if not path.is_file():
-            return
-        read = _brief_result if brief else CaseResult.from_dict
-        at = -1
-        with open(path, "rb") as handle:
-            for offset in offsets:
-                if offset != at:  # report order mostly follows the file: skip needless seeks
-                    handle.seek(offset)
-                line = handle.readline()
-                at = offset + len(line)
-                yield read(json.loads(line.decode("utf-8")))
+        return reader.results_at(self.run_dir, offsets, brief=brief)
 
     def label(self, case: CaseResult) -> str:
         """The case id, with the repeat index when the run has repeats."""
@@ -249,8 +152,7 @@ class BundleView:
         offsets = self.calls.offsets.get(str(case.id))
         if not offsets:
             return []
-        with open(self.run_dir / bundle.JUDGE_CALLS, "rb") as handle:
-            calls = [_read_line(handle, offset) for offset in offsets]
+        calls = reader.judge_calls_at(self.run_dir, offsets)
         return [c for c in calls if c.get("repeat") is None or c.get("repeat") == case.repeat]
 
     @property
@@ -258,120 +160,47 @@ class BundleView:
         return self.calls.to_dict()
 
 
-def _brief_result(data: dict[str, Any]) -> CaseResult:
-    """A result with what a compact row needs, read faster than in full (large runs)."""
-    return CaseResult(
-        id=data["id"],
-        status=data["status"],
-        score=data.get("score"),
-        output=data.get("output"),
-        repeat=data.get("repeat") or 0,
-        timings=data.get("timings") or {},
-        line=data.get("line"),
-        graders=[
-            GraderResult(
-                name=g["name"],
-                status=g["status"],
-                score=g.get("score"),
-                duration_ms=g.get("duration_ms") or 0.0,
-            )
-            for g in data.get("graders") or ()
-        ],
-    )
-
-
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _key(data: dict[str, Any]) -> tuple[str, int]:
-    """(case id, repeat) of a result line; raises on a line that is not a result."""
-    case_id, status = data["id"], data["status"]
-    if not isinstance(case_id, (str, int)) or status not in PROBLEMS_FIRST:
-        raise ValueError("not a result")
-    return str(case_id), int(data.get("repeat") or 0)
-
-
-def _scan_results(
-    path: Path, builder: StatsBuilder, keep: Callable[[int], bool] | None = None
-) -> tuple[CaseIndex, array[int]]:
-    """One pass over ``results.jsonl``: statistics into ``builder``, the report order, and a
-    hash of each line's (id, repeat) to find superseded lines. Lines that are not results are
-    skipped; with ``keep``, so are lines whose offset it refuses."""
-    index = CaseIndex()
-    hashes = array("q")
-    for offset, data in _json_lines(path):
-        if keep is not None and not keep(offset):
-            continue
-        try:
-            key = _key(data)
-            line = data.get("line")
-            builder.add_record(data)
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-        hashes.append(hash(key))
-        index.add(
-            PROBLEMS_FIRST[data["status"]],
-            line if isinstance(line, int) and not isinstance(line, bool) else None,
-            key[1],
-            offset,
-        )
-    index.sort()
-    return index, hashes
-
-
-def _latest_offsets(path: Path) -> set[int]:
-    """Offsets of the last line of each (id, repeat): a resumed run may grade a case again."""
-    latest: dict[tuple[str, int], int] = {}
-    for offset, data in _json_lines(path):
-        try:
-            latest[_key(data)] = offset
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    return set(latest.values())
-
-
 def load_bundle(
-    run_dir: Path | str, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND
+    run_dir: Path | str,
+    *,
+    unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
+    scan: ResultScan | None = None,
 ) -> BundleView:
-    """Read a bundle directory; statistics come from ``results.jsonl``, run metadata from
-    ``summary.json`` (either may be missing, e.g. after a crash)."""
+    """Read a bundle directory; statistics come from ``results.jsonl`` (or from ``scan``, the
+    pass a run made over it), run metadata from ``summary.json`` (either file may be missing,
+    e.g. after a crash)."""
     run_dir = Path(run_dir)
-    results = run_dir / bundle.RESULTS
-    if not run_dir.is_dir() or not (results.is_file() or (run_dir / bundle.SUMMARY).is_file()):
+    if not run_dir.is_dir() or not (
+        (run_dir / bundle.RESULTS).is_file() or (run_dir / bundle.SUMMARY).is_file()
+    ):
         raise BundleNotFound(
             f"{run_dir}: not a run bundle (no {bundle.RESULTS} or {bundle.SUMMARY})"
         )
-    file_summary = bundle.read_summary(run_dir)
-    repeats = isinstance(file_summary.get("repeat"), int) and file_summary["repeat"] > 1
-    builder = StatsBuilder(by_case=repeats)
-    index, hashes = _scan_results(results, builder)
-    superseded = bool(repeated(hashes))
-    del hashes
-    if superseded or builder.saw_repeats:  # rare: go again, keeping what that needs
-        keep = _latest_offsets(results).__contains__ if superseded else None
-        builder = StatsBuilder(by_case=True)
-        index, _ = _scan_results(results, builder, keep)
-    run = builder.build(unstable_bound=unstable_bound)
+    file_summary = reader.read_summary(run_dir)
+    if scan is None:
+        repeats = isinstance(file_summary.get("repeat"), int) and file_summary["repeat"] > 1
+        scan = scan_results(run_dir, by_case=repeats)
+    run = scan.stats.build(unstable_bound=unstable_bound)
     return BundleView(
         run_dir=run_dir,
         stats=run,
         summary=summary_dict(run, file_summary),
         file_summary=file_summary,
-        index=index,
-        calls=_scan_judge_calls(run_dir / bundle.JUDGE_CALLS),
+        index=scan.index,
+        calls=_scan_judge_calls(run_dir),
     )
 
 
 def case_duration_s(case: CaseResult) -> float | None:
-    """Wall time of the case from its timings, else the sum of its graders' durations."""
+    """Wall time of the case (``total_ms``, what the runner records), else the sum of its
+    graders' durations and the target's time."""
     timings = case.timings or {}
-    for key in DURATION_KEYS_MS:
-        if _is_number(timings.get(key)):
-            return float(timings[key]) / 1000.0
-    for key in DURATION_KEYS_S:
-        if _is_number(timings.get(key)):
-            return float(timings[key])
+    if _is_number(timings.get("total_ms")):
+        return float(timings["total_ms"]) / 1000.0
     graders = [g.duration_ms for g in case.graders if _is_number(g.duration_ms)]
     target = timings.get("target_ms")
     if not graders and not _is_number(target):

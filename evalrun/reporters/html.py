@@ -17,13 +17,13 @@ from typing import Any, TextIO
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import (
     DETAIL_LIMIT,
-    PROBLEMS_FIRST,
     BundleView,
     case_duration_s,
     case_problems,
     case_reason,
 )
 from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.results.summary import SCORE_BINS, Series
 from evalrun.safetext import escape_controls, no_workflow_commands
 

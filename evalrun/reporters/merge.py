@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.reporters import write_reports
-from evalrun.results import bundle
+from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
 from evalrun.results.models import CaseResult
 from evalrun.results.summary import latest_results, summarize
@@ -49,9 +49,9 @@ def _load(path: Path) -> Shard:
         raise MergeError(f"{path}: not a run bundle (no {bundle.RESULTS})")
     return Shard(
         path=path,
-        cases=latest_results(bundle.read_results(path)),
-        summary=bundle.read_summary(path),
-        calls=bundle.read_judge_calls(path),
+        cases=latest_results(reader.iter_results(path)),
+        summary=reader.read_summary(path),
+        calls=reader.read_judge_calls(path),
     )
 
 

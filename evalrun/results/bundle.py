@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -143,43 +142,3 @@ class BundleWriter:
                     handle.buffer.raw.close()  # type: ignore[attr-defined]
         if problems and not self.failed:
             raise BundleWriteError("; ".join(problems))
-
-
-def iter_results(directory: Path) -> Iterator[CaseResult]:
-    """Every complete line of ``results.jsonl``, one at a time; a torn last line (crash
-    mid-write) is skipped."""
-    path = directory / RESULTS
-    if not path.is_file():
-        return
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                yield CaseResult.from_dict(json.loads(line))
-            except (json.JSONDecodeError, TypeError):
-                continue
-
-
-def read_results(directory: Path) -> list[CaseResult]:
-    return list(iter_results(directory))
-
-
-def read_summary(directory: Path) -> dict[str, Any]:
-    path = directory / SUMMARY
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def read_judge_calls(directory: Path) -> list[dict[str, Any]]:
-    path = directory / JUDGE_CALLS
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out

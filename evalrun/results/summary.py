@@ -332,21 +332,6 @@ class StatsBuilder:
             [(g.name, g.status, g.score, g.proxy and asdict(g.proxy)) for g in case.graders],
         )
 
-    def add_record(self, data: Mapping[str, Any]) -> None:
-        """One result as its JSON line decoded (what a reader of results.jsonl has)."""
-        score = data.get("score")
-        self.add_fields(
-            str(data["id"]),
-            data["status"],
-            None if score is None else float(score),
-            int(data.get("repeat") or 0),
-            data.get("usage") or {},
-            [
-                (g["name"], g["status"], g.get("score"), g.get("proxy"))
-                for g in data.get("graders") or ()
-            ],
-        )
-
     def add_fields(
         self,
         case_id: str,

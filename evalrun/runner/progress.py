@@ -10,6 +10,7 @@ from typing import TextIO
 from rich.markup import escape
 
 from evalrun.results.models import CaseResult
+from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.safetext import printable
 
 _STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
@@ -98,10 +99,6 @@ class Progress:
             self._bar = None
 
 
-#: What the terminal table shows first when it cannot show every result.
-_PROBLEMS_FIRST = {"error": 0, "failed": 1, "unscored": 2, "passed": 3}
-
-
 class _Row:
     """A table row in a heap whose top is the row that matters least."""
 
@@ -109,7 +106,7 @@ class _Row:
 
     def __init__(self, case: CaseResult) -> None:
         self.case = case
-        self.key = (_PROBLEMS_FIRST.get(case.status, 0), case.id, case.repeat)
+        self.key = (PROBLEMS_FIRST.get(case.status, 0), case.id, case.repeat)
 
     def __lt__(self, other: _Row) -> bool:
         return self.key > other.key

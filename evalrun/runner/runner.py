@@ -23,14 +23,10 @@ from typing import Any, Protocol
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.launcher.serve import GraderPools
-from evalrun.results.bundle import (
-    BundleWriteError,
-    BundleWriter,
-    claim_folder,
-    iter_results,
-    read_results,
-)
+from evalrun.results.bundle import BundleWriteError, BundleWriter, claim_folder
 from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.reader import read_results, result_lines
+from evalrun.results.scan import ResultScan, ResultScanner
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import StatsBuilder, summary_dict
 from evalrun.runner.options import ExitCode, RunOptions
@@ -85,6 +81,9 @@ class RunOutcome:
     out: Path | None = None
     #: why writing the bundle failed, if it did (the exit code is then 3)
     write_error: str | None = None
+    #: the pass over results.jsonl the summary came from, for the reports to reuse (None when
+    #: the reports must make their own: see ``ResultScanner.whole``)
+    scan: ResultScan | None = None
 
 
 class EvalRun:
@@ -184,8 +183,9 @@ class EvalRun:
         With ``--resume`` the finished cases already there are kept."""
         options = self.options
         if options.resume:
-            done = finished_keys(read_results(options.out))
-            kept = [c for c in read_results(options.out) if (c.id, c.repeat) in done]
+            previous = read_results(options.out)
+            done = finished_keys(previous)
+            kept = [c for c in previous if (c.id, c.repeat) in done]
             writer = BundleWriter(options.out)
             for case in kept:
                 writer.add_case(case)
@@ -280,12 +280,12 @@ class EvalRun:
             writer.close()
         except BundleWriteError as exc:
             self._write_error = self._write_error or str(exc)
-        results = StatsBuilder(by_case=options.repeat > 1)
+        scanner = ResultScanner(by_case=options.repeat > 1)
         shown = TableRows()
-        for case in iter_results(out):
-            results.add(case)
+        for offset, case in result_lines(out):
+            scanner.add(offset, case)
             shown.add(case.slim())
-        summary = self._summary(results, started_at, time.monotonic() - t0)
+        summary = self._summary(scanner.stats, started_at, time.monotonic() - t0)
         summary["targets"] = self.target_stats
         exit_code = self._exit_code(summary)
         summary["exit_code"] = exit_code
@@ -296,7 +296,10 @@ class EvalRun:
         except BundleWriteError as exc:
             self._write_error = self._write_error or str(exc)
             exit_code = ExitCode.INCOMPLETE
-        return RunOutcome(exit_code, summary, shown.rows(), shown.total, out, self._write_error)
+        scan = scanner.result() if scanner.whole else None
+        return RunOutcome(
+            exit_code, summary, shown.rows(), shown.total, out, self._write_error, scan
+        )
 
     async def _start_executor(self) -> Executor:
         if self.options.executor == "ray":

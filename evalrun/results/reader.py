@@ -1,0 +1,162 @@
+"""The one reader of a run bundle: reports, merge, compare, resume and calibration all read
+``results.jsonl`` and ``judge-calls.jsonl`` through here, so one skip rule holds for every one
+of them, and each line is known by its byte offset (docs/results.md, "Reading a bundle").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
+from evalrun.results.models import STATUSES, CaseResult, GraderResult
+
+T = TypeVar("T")
+
+#: What a line that is not the record it should be raises while it is read: the skip rule.
+_NOT_A_RECORD = (ValueError, TypeError, KeyError, AttributeError)
+
+
+def _result(data: Any) -> CaseResult:
+    """A result line as a :class:`CaseResult`; raises for a line that is not a result."""
+    _check_result(data)
+    return CaseResult.from_dict(data)
+
+
+def _brief_result(data: Any) -> CaseResult:
+    """What a compact report row needs (no reasons, hits, checks, details, stderr or usage),
+    read faster than in full (docs/reports.md)."""
+    _check_result(data)
+    return CaseResult(
+        id=data["id"],
+        status=data["status"],
+        score=data.get("score"),
+        output=data.get("output"),
+        repeat=data.get("repeat") or 0,
+        timings=data.get("timings") or {},
+        line=data.get("line"),
+        graders=[
+            GraderResult(
+                name=g["name"],
+                status=g["status"],
+                score=g.get("score"),
+                duration_ms=g.get("duration_ms") or 0.0,
+            )
+            for g in data.get("graders") or ()
+        ],
+    )
+
+
+def _check_result(data: Any) -> None:
+    """The fields every reader relies on, with the types the writer gives them."""
+    if not (
+        isinstance(data.get("id"), str)
+        and data.get("status") in STATUSES
+        and _number_or_none(data.get("score"))
+        and isinstance(data.get("repeat") or 0, int)
+        and isinstance(data.get("line"), (int, type(None)))
+    ):
+        raise ValueError("not a result")
+    for grader in data.get("graders") or ():
+        if not (
+            isinstance(grader.get("name"), str)
+            and grader.get("status") in STATUSES
+            and _number_or_none(grader.get("score"))
+        ):
+            raise ValueError("not a grader result")
+
+
+def _number_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _json_object(line: bytes) -> dict[str, Any] | None:
+    """The object on a line, or None for any line that is not whole UTF-8 JSON of an object."""
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except ValueError:  # blank, torn by a crash mid-write, not UTF-8, not JSON
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _lines(path: Path, convert: Callable[[Any], T]) -> Iterator[tuple[int, T]]:
+    """(byte offset, record) of every line of ``path`` that reads as a record; others are
+    skipped."""
+    if not path.is_file():
+        return
+    offset = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            data = _json_object(line)
+            if data is not None:
+                try:
+                    record = convert(data)
+                except _NOT_A_RECORD:
+                    pass
+                else:
+                    yield offset, record
+            offset += len(line)
+
+
+def _at(path: Path, offsets: Iterable[int], convert: Callable[[Any], T]) -> Iterator[T]:
+    """The records whose lines start at ``offsets`` (offsets this reader gave), one at a time."""
+    if not path.is_file():
+        return
+    at = -1
+    with open(path, "rb") as handle:
+        for offset in offsets:
+            if offset != at:  # report order mostly follows the file: skip needless seeks
+                handle.seek(offset)
+            line = handle.readline()
+            at = offset + len(line)
+            data = _json_object(line)
+            if data is not None:
+                try:
+                    yield convert(data)
+                except _NOT_A_RECORD:
+                    continue
+
+
+def result_lines(directory: Path) -> Iterator[tuple[int, CaseResult]]:
+    """(byte offset, result) of every result line of the bundle, in file order."""
+    return _lines(directory / RESULTS, _result)
+
+
+def iter_results(directory: Path) -> Iterator[CaseResult]:
+    """Every result of the bundle, in file order, one at a time."""
+    return (case for _, case in result_lines(directory))
+
+
+def read_results(directory: Path) -> list[CaseResult]:
+    return list(iter_results(directory))
+
+
+def results_at(
+    directory: Path, offsets: Iterable[int], *, brief: bool = False
+) -> Iterator[CaseResult]:
+    """The results whose lines start at ``offsets``; ``brief``: only what a compact report row
+    shows."""
+    return _at(directory / RESULTS, offsets, _brief_result if brief else _result)
+
+
+def judge_call_lines(directory: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(byte offset, call) of every judge-call line of the bundle, in file order."""
+    return _lines(directory / JUDGE_CALLS, dict)
+
+
+def read_judge_calls(directory: Path) -> list[dict[str, Any]]:
+    return [call for _, call in judge_call_lines(directory)]
+
+
+def judge_calls_at(directory: Path, offsets: Iterable[int]) -> list[dict[str, Any]]:
+    return list(_at(directory / JUDGE_CALLS, offsets, dict))
+
+
+def read_summary(directory: Path) -> dict[str, Any]:
+    """``summary.json``, or an empty summary when there is none (a run that crashed)."""
+    path = directory / SUMMARY
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -88,8 +88,8 @@ def main() -> None:
     tracemalloc.start()
 
     from evalrun.targets.config import TargetConfig
-    from evalrun.targets.local import LocalTarget
-    from evalrun.targets.local_model import get_embedder
+    from evalrun.targets.local.model import get_embedder
+    from evalrun.targets.local.target import LocalTarget
 
     started = time.perf_counter()
     embedder = get_embedder()

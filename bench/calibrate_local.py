@@ -1,7 +1,7 @@
 """Fit and check the local judge's decision models on the hand-labelled sets.
 
     python bench/calibrate_local.py            # fit on the training groups, print the figures
-    python bench/calibrate_local.py --write    # ... and write evalrun/targets/local_calibration.py
+    python bench/calibrate_local.py --write    # ... and write evalrun/targets/local/calibration.py
     python bench/calibrate_local.py --json out.json --cache /tmp/e5.pkl
 
 Two sets: tests/data/local_judge_calibration.yaml (plain cases; every third group held out) and
@@ -29,12 +29,12 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evalrun.targets import local_judge as judge  # noqa: E402
-from evalrun.targets.local_model import get_embedder  # noqa: E402
+from evalrun.targets.local import judge  # noqa: E402
+from evalrun.targets.local.model import get_embedder  # noqa: E402
 
 CALIBRATION = ROOT / "tests" / "data" / "local_judge_calibration.yaml"
 CATEGORIES = ROOT / "tests" / "data" / "local_judge_categories.yaml"
-OUTPUT = ROOT / "evalrun" / "targets" / "local_calibration.py"
+OUTPUT = ROOT / "evalrun" / "targets" / "local" / "calibration.py"
 FOLDS = 5
 #: The band is the narrowest that keeps out-of-fold coverage at least this high.
 MIN_COVERAGE = 0.92

@@ -68,7 +68,7 @@ def run_with_proxy(
 ) -> GraderRun:
     """Start the real JudgeProxy with a mock judge, grant a token, run ``python -m module``."""
     from evalrun.targets.config import TargetConfig
-    from evalrun.targets.mock import MockTarget
+    from evalrun.targets.providers.mock import MockTarget
     from proxy import JudgeProxy
 
     judge = MockTarget(TargetConfig(name="judge", kind="mock", rules=rules, default=default))

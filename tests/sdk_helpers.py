@@ -24,7 +24,7 @@ def mock_judge(targets_file: Path = ROOT / "evals" / "targets.yaml", name: str =
     """Answer like the scripted ``mock`` target of evals/targets.yaml (through evalrun's MockTarget)."""
     from evalrun.targets.base import CompletionRequest
     from evalrun.targets.config import load_targets
-    from evalrun.targets.mock import MockTarget
+    from evalrun.targets.providers.mock import MockTarget
 
     target = MockTarget(load_targets(targets_file).get(name))
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from evalrun.targets import CompletionRequest, ManagedTarget
 from evalrun.targets.config import CONCURRENCY_CEILING, DEFAULT_CONCURRENCY
-from evalrun.targets.openai import OpenAITarget
+from evalrun.targets.providers.openai import OpenAITarget
 from tests.targets_helpers import FakeServer, Reply, Seen, config, openai_error, openai_reply
 
 KEY = "sk-adaptive-0123456789"

@@ -13,7 +13,7 @@ import httpx
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import TargetConfig
-from evalrun.targets.mock import MockTarget
+from evalrun.targets.providers.mock import MockTarget
 from tests.proxy_helpers import client, error_body, run, serve
 
 

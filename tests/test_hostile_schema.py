@@ -17,7 +17,7 @@ schemathesis = pytest.importorskip("schemathesis")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from evalrun.targets.config import TargetConfig  # noqa: E402
-from evalrun.targets.mock import MockTarget  # noqa: E402
+from evalrun.targets.providers.mock import MockTarget  # noqa: E402
 from proxy import JudgeProxy  # noqa: E402
 
 SEEN: Counter[tuple[str, str, int]] = Counter()

@@ -18,7 +18,7 @@ from proxy_helpers import client, error_body, serve  # noqa: E402
 from evalrun.targets import TargetPool, load_targets  # noqa: E402
 from evalrun.targets.base import CompletionRequest  # noqa: E402
 from evalrun.targets.config import TargetConfig  # noqa: E402
-from evalrun.targets.local import LocalTarget  # noqa: E402
+from evalrun.targets.local.target import LocalTarget  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG_CASES = ROOT.parent / "shared" / "examples" / "rag-cases.yaml"
@@ -425,8 +425,8 @@ def test_the_recall_grader_leaves_a_case_unscored_when_the_local_judge_cannot_te
 def test_held_out_split_meets_the_bar_with_the_shipped_weights() -> None:
     """docs/local-judge.md's figures: >= 90% right where it answers, >= 85% answered, no
     category below 75%, on the held-out groups (every second group of each category)."""
-    from evalrun.targets import local_judge
-    from evalrun.targets.local_model import get_embedder
+    from evalrun.targets.local import judge as local_judge
+    from evalrun.targets.local.model import get_embedder
 
     encoder = get_embedder()
     data = yaml.safe_load(CATEGORIES.read_text(encoding="utf-8"))

@@ -1,10 +1,10 @@
-"""The local judge's contradiction cues (evalrun/targets/local_cues.py): rules only, no model."""
+"""The local judge's contradiction cues (evalrun/targets/local/cues.py): rules only, no model."""
 
 from __future__ import annotations
 
 import pytest
 
-from evalrun.targets.local_cues import Cues, clauses, compare, facts, language
+from evalrun.targets.local.cues import Cues, clauses, compare, facts, language
 
 
 def cues(claim: str, clause: str, context: str | None = None, sentence: str | None = None) -> Cues:

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import yaml
 
-from evalrun.targets import local as local_module
-from evalrun.targets import local_model
 from evalrun.targets.base import CompletionRequest, TargetError, UnsupportedRequest
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.local import LocalTarget
-from evalrun.targets.local_model import Embedder
-from evalrun.targets.local_text import (
+from evalrun.targets.local import model as local_model
+from evalrun.targets.local import target as local_module
+from evalrun.targets.local.model import Embedder
+from evalrun.targets.local.target import LocalTarget
+from evalrun.targets.local.text import (
     coverage,
     lexical,
     predicate_of,

@@ -11,7 +11,7 @@ from proxy_helpers import FakeTarget, client, error_body, run, serve
 from evalrun.results.models import ProxyUsage
 from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedRequest
 from evalrun.targets.config import TargetConfig
-from evalrun.targets.mock import MockTarget
+from evalrun.targets.providers.mock import MockTarget
 
 
 def test_info_and_invoke_follow_the_wire_contract() -> None:

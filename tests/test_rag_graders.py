@@ -417,7 +417,7 @@ def test_python_and_js_agree_on_random_rankings() -> None:
 def judge_proxy(max_calls: int) -> Iterator[dict[str, str]]:
     """The real JudgeProxy with the scripted mock target, on its own event-loop thread."""
     from evalrun.targets.config import load_targets
-    from evalrun.targets.mock import MockTarget
+    from evalrun.targets.providers.mock import MockTarget
     from proxy import JudgeProxy
 
     target = MockTarget(load_targets(ROOT / "evals" / "targets.yaml").get("mock"))

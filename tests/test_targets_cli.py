@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from evalrun.commands import targets as targets_command
 from evalrun.targets import CompletionRequest, ConfigError, TargetError, TargetTimeout
-from evalrun.targets.cli import CliTarget
+from evalrun.targets.providers.cli import CliTarget
 from tests.targets_helpers import FakeServer, Seen, config, openai_error, openai_reply
 
 PY = sys.executable

@@ -398,7 +398,7 @@ def test_documented_differences_are_the_only_ones() -> None:
     pytest.importorskip("anthropic")
     request = REQUESTS["plain"]
     assert request.temperature == 0.0
-    from evalrun.targets.anthropic import messages_body
+    from evalrun.targets.providers.anthropic import messages_body
 
     assert "temperature" not in messages_body("claude-x", request)
     assert json.dumps(ANTHROPIC_CALLS["plain"]).find("temperature") == -1

@@ -21,9 +21,9 @@ from evalrun.targets import (
     TargetPool,
     TargetTimeout,
 )
-from evalrun.targets.cache import ResponseCache
-from evalrun.targets.cassette import Cassette
-from evalrun.targets.openai import OpenAITarget
+from evalrun.targets.providers.openai import OpenAITarget
+from evalrun.targets.stores.cache import ResponseCache
+from evalrun.targets.stores.cassette import Cassette
 from tests.targets_helpers import (
     FakeServer,
     Reply,

@@ -16,10 +16,10 @@ from evalrun.targets import (
     ToolsUnsupported,
     build_provider,
 )
-from evalrun.targets.anthropic import AnthropicTarget
-from evalrun.targets.azure import AzureOpenAITarget
-from evalrun.targets.gemini import GeminiTarget
-from evalrun.targets.openai import OpenAITarget
+from evalrun.targets.providers.anthropic import AnthropicTarget
+from evalrun.targets.providers.azure import AzureOpenAITarget
+from evalrun.targets.providers.gemini import GeminiTarget
+from evalrun.targets.providers.openai import OpenAITarget
 from tests.targets_helpers import FakeServer, Reply, Seen, config, openai_error, openai_reply
 
 KEY = "sk-test-abcdef0123456789"

@@ -115,7 +115,7 @@ class CompletionResponse:
     replayed: bool = False
     latency_ms: float = 0.0
     cost_usd: float | None = None
-    #: a judge panel's members' replies, agreement and split fields (targets/panel.py)
+    #: a judge panel's members' replies, agreement and split fields (evalrun/targets/panel.py)
     panel: dict[str, Any] | None = None
     #: lone surrogates replaced in the answer's texts (evalrun.safetext), so records can flag it
     repaired: int = 0

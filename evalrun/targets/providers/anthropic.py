@@ -16,8 +16,8 @@ from evalrun.targets.base import (
     is_tool_result,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.http import HttpTarget, iter_dicts, text_of
-from evalrun.targets.tools import (
+from evalrun.targets.providers.http import HttpTarget, iter_dicts, text_of
+from evalrun.targets.providers.tools import (
     Block,
     call_arguments,
     call_name,

@@ -15,7 +15,7 @@ from evalrun.targets.base import (
     is_tool_result,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.http import HttpTarget, text_of
+from evalrun.targets.providers.http import HttpTarget, text_of
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _ROLES = ("system", "developer", "user", "assistant", "tool")

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from evalrun.targets.local_text import STOPWORDS, split_statements, stem
+from evalrun.targets.local.text import STOPWORDS, split_statements, stem
 
 
 def _set(words: str) -> frozenset[str]:

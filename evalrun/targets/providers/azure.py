@@ -8,8 +8,8 @@ from typing import Any
 
 from evalrun.targets.base import CompletionRequest
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.http import HttpTarget
-from evalrun.targets.openai import OpenAITarget, chat_body
+from evalrun.targets.providers.http import HttpTarget
+from evalrun.targets.providers.openai import OpenAITarget, chat_body
 
 DEFAULT_API_VERSION = "2024-10-21"
 

@@ -15,7 +15,12 @@ from pathlib import Path
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.stored import cache_key, canonical_json, response_from_json, response_to_json
+from evalrun.targets.stores.format import (
+    cache_key,
+    canonical_json,
+    response_from_json,
+    response_to_json,
+)
 
 FILENAME = "cache.sqlite3"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalrun.targets.base import CompletionRequest, UnsupportedRequest
-from evalrun.targets.http import text_of
+from evalrun.targets.providers.http import text_of
 
 Block = dict[str, Any]
 

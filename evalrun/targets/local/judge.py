@@ -5,7 +5,7 @@ fixed cosine threshold separates "relevant" from "on the same topic". Each verdi
 logistic model over a few features: the cosine, its position within the batch (the other
 passages of the retrieval list), and lexical evidence (which numbers and names of the claim the
 passage holds, or contradicts). The weights come from bench/calibrate_local.py, fitted on
-tests/data/local_judge_calibration.yaml, and live in local_calibration.py.
+tests/data/local_judge_calibration.yaml, and live in calibration.py.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Protocol
 
 import numpy as np
 
-from evalrun.targets import local_calibration as cal
-from evalrun.targets.local_cues import Cues, clauses, compare, facts
-from evalrun.targets.local_text import (
+from evalrun.targets.local import calibration as cal
+from evalrun.targets.local.cues import Cues, clauses, compare, facts
+from evalrun.targets.local.text import (
     coverage,
     lexical,
     predicate_of,

@@ -1,0 +1,1 @@
+"""Provider plug-ins: one module per target kind, each a ``Target`` (docs/architecture.md)."""

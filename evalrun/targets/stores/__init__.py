@@ -1,0 +1,1 @@
+"""Where responses are kept between calls and runs: the response cache and the cassette."""

@@ -6,6 +6,8 @@ the same run (a busy machine slows both sides alike).
 Every row is one whole ``evalrun`` process (the CLI as a user runs it: imports, proxy start,
 graders, reports), timed from spawn to exit. The judge is the real ``openai`` target talking to
 a loopback fake (``bench/fake_judge.py``, its own process) that answers after a fixed latency.
+The rows run with ``--sandbox none`` unless ``--sandbox`` says otherwise: CPU spent inside a
+bubblewrap PID namespace is not counted by ``wait4``, so a sandboxed run's CPU floor is too low.
 
     latency floor = ceil(cases / workers) x judge rounds per case x latency
     CPU floor     = CPU seconds of the run (evalrun and every grader process) / CPU cores
@@ -184,9 +186,14 @@ def evalrun_suite(folder: Path, n: int, graders: list[dict], judge: dict | None)
     return path
 
 
-def run_evalrun(path: Path, workers: int, env: dict[str, str], judge: FakeJudge) -> Run:
+def run_evalrun(
+    path: Path, workers: int, env: dict[str, str], judge: FakeJudge, sandbox: str | None = None
+) -> Run:
+    """``sandbox``: the ``--sandbox`` level, None for a checkout that has no such option."""
     argv = [sys.executable, "-m", "evalrun", str(path), "--out", str(path.parent / "out")]
     argv += ["--quiet", "--workers", str(workers), "--no-cache"]
+    if sandbox is not None:
+        argv += ["--sandbox", sandbox]
     run = timed(argv, path.parent, env, judge)
     summary = json.loads((path.parent / "out" / "summary.json").read_text())
     if summary["counts"]["error"] or summary["counts"]["unscored"]:
@@ -306,6 +313,13 @@ def main() -> None:
         help="another checkout of evalrun (e.g. main before stream mode) to run the contextual "
         "precision row with, side by side",
     )
+    parser.add_argument(
+        "--sandbox",
+        default="none",
+        help="--sandbox level of this checkout's rows (default none: the CPU a grader spends "
+        "inside a bubblewrap PID namespace is not counted by wait4, which makes the CPU floor "
+        "too low; the baseline checkout has no sandbox)",
+    )
     parser.add_argument("--wide-calls", type=int, default=600, help="calls of the 2 s row")
     parser.add_argument("--wide-workers", type=int, default=200)
     parser.add_argument("--wide-latency-ms", type=float, default=2000.0)
@@ -327,8 +341,8 @@ def main() -> None:
                 work / "cp-process", args.cases, [{**precision, "mode": "process"}], target
             )
             sides = [
-                lambda: run_evalrun(serve_cp, args.workers, env, judge),
-                lambda: run_evalrun(process_cp, args.workers, env, judge),
+                lambda: run_evalrun(serve_cp, args.workers, env, judge, args.sandbox),
+                lambda: run_evalrun(process_cp, args.workers, env, judge, args.sandbox),
             ]
             if args.baseline_root:
                 base_env = {**env, "PYTHONPATH": str(args.baseline_root.resolve())}
@@ -383,9 +397,13 @@ def main() -> None:
             python_check = {"type": "python", "value": "file://check.py"}
             if promptfoo is None:
                 one = paired(
-                    args.runs, lambda: run_evalrun(one_call_suite, args.workers, env, judge)
+                    args.runs,
+                    lambda: run_evalrun(one_call_suite, args.workers, env, judge, args.sandbox),
                 )
-                det = paired(args.runs, lambda: run_evalrun(check_suite, args.workers, env, judge))
+                det = paired(
+                    args.runs,
+                    lambda: run_evalrun(check_suite, args.workers, env, judge, args.sandbox),
+                )
                 rows.append(Row("one judge call per case, SDK grader", one[0], floor))
                 rows.append(Row("deterministic Python grader", det[0], 0.0))
                 notes.append(
@@ -396,12 +414,12 @@ def main() -> None:
                 pf_python = promptfoo_suite(work / "pf-python", args.cases, python_check, judge)
                 one, pf_one = paired(
                     args.runs,
-                    lambda: run_evalrun(one_call_suite, args.workers, env, judge),
+                    lambda: run_evalrun(one_call_suite, args.workers, env, judge, args.sandbox),
                     lambda: run_promptfoo(promptfoo, pf_rubric, args.workers, work, judge),
                 )
                 det, pf_det = paired(
                     args.runs,
-                    lambda: run_evalrun(check_suite, args.workers, env, judge),
+                    lambda: run_evalrun(check_suite, args.workers, env, judge, args.sandbox),
                     lambda: run_promptfoo(promptfoo, pf_python, args.workers, work, judge),
                 )
                 rows.append(Row("one judge call per case, SDK grader", one, floor))
@@ -442,7 +460,9 @@ def main() -> None:
             wide_folder.mkdir()
             (wide_folder / "grader.py").write_text(ONE_CALL_GRADER)
             wide_suite = evalrun_suite(wide_folder, args.wide_calls, [one_call], wide_target)
-            (wide,) = paired(1, lambda: run_evalrun(wide_suite, args.wide_workers, env, slow))
+            (wide,) = paired(
+                1, lambda: run_evalrun(wide_suite, args.wide_workers, env, slow, args.sandbox)
+            )
             wide_floor = (
                 math.ceil(args.wide_calls / args.wide_workers) * args.wide_latency_ms / 1000
             )
@@ -479,7 +499,8 @@ def main() -> None:
         f"floor = max(latency floor, CPU / {CORES} cores); latency floor = "
         f"ceil({args.cases}/{args.workers}) x {args.latency_ms:g} ms; ratio = the other side's "
         f"wall time / this one's; median of {args.runs} alternating run(s) per side; "
-        f"load average {os.getloadavg()[0]:.1f}; Python {sys.version.split()[0]}"
+        f"load average {os.getloadavg()[0]:.1f}; --sandbox {args.sandbox}; "
+        f"Python {sys.version.split()[0]}"
     )
 
 

@@ -1,9 +1,9 @@
 """The proxy's HTTP app: the grader-facing routes of docs/proxy.md over a ``GrantRegistry``.
 
 Every judge call passes through here, so the five routes are served from one raw ASGI layer
-(Host/Origin check, body cap, dispatch, JSON bytes out) in front of FastAPI. FastAPI still
-declares the same routes, which gives ``/openapi.json``, JSON 404/405 answers, and a second,
-equivalent way in for anything the fast path does not match.
+(Host/Origin check, body cap, dispatch, JSON bytes out). Anything else (``/openapi.json``,
+404/405 answers) goes to the same routes declared to FastAPI (``proxy.declared``), built on
+first use: most runs never import FastAPI.
 """
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from fastapi import FastAPI, Request
-from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ValidationError
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
 
 from evalrun.safetext import repair
 from evalrun.targets.base import (
@@ -36,19 +31,10 @@ from evalrun.targets.base import (
 )
 from proxy import openai_compat
 from proxy.grants import Grant, GrantRegistry
-from proxy.wire import (
-    AgentVErrorResponse,
-    ChatCompletionRequest,
-    ChatCompletionResponse,
-    InfoResponse,
-    InvokeBatchRequest,
-    InvokeBatchResponse,
-    InvokeRequest,
-    InvokeResponse,
-    ModelEntry,
-    ModelList,
-    OpenAIErrorResponse,
-)
+from proxy.wire import ChatCompletionRequest, InvokeBatchRequest, InvokeRequest
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 _LOOPBACK_HOST = re.compile(rb"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
 _LOOPBACK_ORIGIN = re.compile(
@@ -59,7 +45,7 @@ _EVENT_STREAM = b"text/event-stream"
 #: every error answer is final (budget spent, evalrun's own retries done): OpenAI's SDKs
 #: honour this header and do not repeat the request (docs/proxy.md)
 _NO_RETRY_HEADER = (b"x-should-retry", b"false")
-_OPENAI_PREFIX = "/v1/"
+OPENAI_PREFIX = "/v1/"
 _MODELS_PREFIX = "/v1/models/"
 #: the most requests one /invokeBatch may hold, and how many of them run upstream at once
 MAX_BATCH = 1000
@@ -480,24 +466,39 @@ async def _unless_disconnected(
     return task.result()
 
 
-def _error(code: str, message: str, *, status: int = 400, openai: bool = False) -> bytes:
+def error_body(code: str, message: str, *, status: int = 400, openai: bool = False) -> bytes:
     return ProxyError(status, code, message).reply(openai=openai)[1]
 
 
-class ProxyApp(FastAPI):
-    """FastAPI with the proxy's guard and fast path in front of its own middleware stack."""
+class ProxyApp:
+    """The proxy's guard and fast path, in front of FastAPI for everything else."""
 
-    routes_impl: ProxyRoutes
-    max_body_bytes: int
-    too_large_body: bytes
-    too_large_openai_body: bytes
+    def __init__(self, routes: ProxyRoutes, target_names: list[str], max_body_bytes: int) -> None:
+        self.routes_impl = routes
+        self.target_names = target_names
+        self.max_body_bytes = max_body_bytes
+        too_large = f"request body over {max_body_bytes} bytes"
+        self.too_large_body = error_body("payload_too_large", too_large, status=413)
+        self.too_large_openai_body = error_body(
+            "payload_too_large", too_large, status=413, openai=True
+        )
+        self._declared: ASGIApp | None = None
+
+    @property
+    def declared(self) -> ASGIApp:
+        """The FastAPI app of the same routes, built on first use."""
+        if self._declared is None:
+            from proxy.declared import build_fastapi
+
+            self._declared = build_fastapi(self.routes_impl, self.target_names)
+        return self._declared
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            await super().__call__(scope, receive, send)
+            await self.declared(scope, receive, send)
             return
         host = origin = length = authorization = None
         chunked = False
@@ -512,15 +513,15 @@ class ProxyApp(FastAPI):
                 origin = value
             elif name == b"transfer-encoding":
                 chunked = True
-        openai = scope["path"].startswith(_OPENAI_PREFIX)
+        openai = scope["path"].startswith(OPENAI_PREFIX)
         if host is None or not _LOOPBACK_HOST.fullmatch(host):
-            body = _error(
+            body = error_body(
                 "bad_request", "Host header must be a loopback address", status=403, openai=openai
             )
             await _send(send, 403, body, close=True)
             return
         if origin is not None and not _LOOPBACK_ORIGIN.fullmatch(origin):
-            body = _error(
+            body = error_body(
                 "bad_request", "cross-origin requests are not allowed", status=403, openai=openai
             )
             await _send(send, 403, body, close=True)
@@ -531,11 +532,11 @@ class ProxyApp(FastAPI):
         too_large = self.too_large_openai_body if openai else self.too_large_body
         if chunked and length is not None:  # which one frames the body? (request smuggling)
             message = "both Transfer-Encoding and Content-Length are set"
-            await _send(send, 400, _error("bad_request", message, openai=openai), close=True)
+            await _send(send, 400, error_body("bad_request", message, openai=openai), close=True)
             return
         if length is not None:
             if not length.isdigit():
-                body = _error("bad_request", "bad Content-Length", openai=openai)
+                body = error_body("bad_request", "bad Content-Length", openai=openai)
                 await _send(send, 400, body, close=True)
                 return
             if int(length) > limit:
@@ -578,58 +579,7 @@ class ProxyApp(FastAPI):
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
-        await super().__call__(scope, replay, send)
-
-
-_ERROR_STATUSES: tuple[tuple[int, str], ...] = (
-    (400, "bad request, unknown target, or tools to a target without tools"),
-    (401, "missing, wrong or revoked token"),
-    (403, "Host or Origin header is not loopback"),
-    (413, "body too large"),
-    (422, "the target cannot answer this kind of request"),
-    (429, "max_calls exceeded"),
-    (502, "upstream failure"),
-    (503, "the proxy is shutting down"),
-    (504, "upstream timeout"),
-)
-#: one server-sent event: ``data`` is a chat.completion.chunk in JSON, or ``[DONE]``
-_SSE_EVENT = {
-    "type": "object",
-    "properties": {"data": {"type": "string"}, "event": {"type": "string"}},
-    "required": ["data"],
-}
-_ERRORS: dict[int | str, Any] = {
-    code: {"model": AgentVErrorResponse, "description": what} for code, what in _ERROR_STATUSES
-}
-#: the /v1 routes answer errors in OpenAI's shape
-_OPENAI_ERRORS: dict[int | str, Any] = {
-    code: {"model": OpenAIErrorResponse, "description": what}
-    for code, what in (*_ERROR_STATUSES, (404, "not one of the allowed targets"))
-}
-
-#: path, method, request model (None: no body), response model, summary
-_ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
-    ("/info", "GET", None, InfoResponse, "The caller's grant: target, calls used, budget"),
-    ("/invoke", "POST", InvokeRequest, InvokeResponse, "One judge call (counts when reserved)"),
-    (
-        "/invokeBatch",
-        "POST",
-        InvokeBatchRequest,
-        InvokeBatchResponse,
-        "Judge calls run concurrently; refused whole if over budget; a failed call fails the "
-        "batch with its index",
-    ),
-    (
-        "/v1/chat/completions",
-        "POST",
-        ChatCompletionRequest,
-        ChatCompletionResponse,
-        "OpenAI-compatible chat completion; model names a target; stream: true answers "
-        "text/event-stream",
-    ),
-    ("/v1/models", "GET", None, ModelList, "OpenAI-compatible list of the allowed targets"),
-    ("/v1/models/{model}", "GET", None, ModelEntry, "One allowed target as an OpenAI model"),
-]
+        await self.declared(scope, replay, send)
 
 
 def create_app(
@@ -638,98 +588,7 @@ def create_app(
     target_names: list[str],
     *,
     max_body_bytes: int = 1_000_000,
-) -> FastAPI:
+) -> ProxyApp:
     """Build the proxy app. ``resolve_target`` maps a configured name to its (shared) target."""
-    app = ProxyApp(
-        title="evalrun judge proxy",
-        version="1",
-        docs_url=None,
-        redoc_url=None,
-        swagger_ui_oauth2_redirect_url=None,
-    )
-    routes = ProxyRoutes(registry, resolve_target, list(target_names))
-    app.routes_impl = routes
-    app.max_body_bytes = max_body_bytes
-    too_large = f"request body over {max_body_bytes} bytes"
-    app.too_large_body = _error("payload_too_large", too_large, status=413)
-    app.too_large_openai_body = _error("payload_too_large", too_large, status=413, openai=True)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _on_http_error(request: Request, exc: Exception) -> Response:
-        assert isinstance(exc, StarletteHTTPException)
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "bad_request")
-        openai = request.url.path.startswith(_OPENAI_PREFIX)
-        body = _error(code, str(exc.detail), status=exc.status_code, openai=openai)
-        headers = {**(exc.headers or {}), "x-should-retry": "false"}
-        return Response(body, exc.status_code, headers, media_type="application/json")
-
-    def endpoint_for(method: str, path: str) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            handler = routes.lookup(method, request.url.path)
-            assert handler is not None
-            status, body, content_type = await routes.run(
-                handler,
-                request.headers.get("authorization"),
-                await request.body(),
-                openai=path.startswith(_OPENAI_PREFIX),
-            )
-            headers = {"x-should-retry": "false"} if status >= 400 else None
-            return Response(body, status, headers, media_type=content_type.decode())
-
-        return endpoint
-
-    for path, method, _, response_model, summary in _ROUTES:
-        openai = path.startswith(_OPENAI_PREFIX)
-        responses = dict(_OPENAI_ERRORS if openai else _ERRORS)
-        if path == "/v1/chat/completions":
-            responses[200] = {"content": {"text/event-stream": {"schema": _SSE_EVENT}}}
-        app.add_api_route(
-            path,
-            endpoint_for(method, path),
-            methods=[method],
-            response_model=response_model,
-            responses=responses,
-            summary=summary,
-            name=path.strip("/").replace("/", "_").replace("{", "").replace("}", "") or "root",
-        )
-
-    bodies = {(path, method.lower()): model for path, method, model, _, _ in _ROUTES if model}
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = _openapi(app, bodies, list(target_names))
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
-    return app
-
-
-def _openapi(
-    app: FastAPI, bodies: dict[tuple[str, str], type[BaseModel]], target_names: list[str]
-) -> dict[str, Any]:
-    """FastAPI's document plus what it cannot see: request bodies read by hand, bearer auth,
-    and the configured target names."""
-    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-    components = schema.setdefault("components", {})
-    models = components.setdefault("schemas", {})
-    for (path, method), model in bodies.items():
-        model_schema = model.model_json_schema(
-            by_alias=True, ref_template="#/components/schemas/{model}", mode="validation"
-        )
-        models.update(model_schema.pop("$defs", {}))
-        models[model.__name__] = model_schema
-        operation = schema["paths"][path][method]
-        operation["requestBody"] = {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
-            },
-        }
-    for selector in ("target", "provider"):
-        prop = models["InvokeRequest"]["properties"][selector]
-        prop["anyOf"] = [{"type": "string", "enum": list(target_names)}, {"type": "null"}]
-    components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
-    for operations in schema["paths"].values():
-        for operation in operations.values():
-            operation["security"] = [{"bearer": []}]
-    return schema
+    names = list(target_names)
+    return ProxyApp(ProxyRoutes(registry, resolve_target, names), names, max_body_bytes)

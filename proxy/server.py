@@ -118,6 +118,8 @@ class JudgeProxy:
             self.app,
             # h11 caps request headers (16 KiB); uvicorn's httptools parser buffers them unbounded.
             http="h11",
+            ws="none",
+            interface="asgi3",
             lifespan="off",
             access_log=False,
             log_config=None,

@@ -116,7 +116,8 @@ class HttpTarget:
         self.name = config.name
         self.config = config
         self._api_key = api_key
-        self._clients: dict[asyncio.AbstractEventLoop, list[httpx.AsyncClient]] = {}
+        #: per (loop, TLS or not): the clients of that loop for https or plain-http URLs
+        self._clients: dict[tuple[asyncio.AbstractEventLoop, bool], list[httpx.AsyncClient]] = {}
         self._turn = 0
 
     def require_key(self) -> str:
@@ -133,24 +134,26 @@ class HttpTarget:
             text = text.replace(self._api_key, REDACTED)
         return text
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self, url: str) -> httpx.AsyncClient:
         """A pooled client of the running loop, made on first use inside that loop (a client's
         connections belong to the loop that opened them).
 
-        The target's connections are split over several small clients, taken in turn: httpcore
-        scans every connection of a pool on each request, which at 200 connections in one pool
-        cost more CPU than the rest of a judge call (docs/performance.md)."""
+        The target's connections are split over several small clients, taken in turn:
+        httpcore scans every connection of a pool on each request, which at 200 connections in
+        one pool cost more CPU than the rest of a judge call (docs/performance.md). Only an
+        https client loads the CA bundle."""
         loop = asyncio.get_running_loop()
-        clients = self._clients.get(loop)
+        tls = url.startswith("https:")
+        clients = self._clients.get((loop, tls))
         if clients is None:
-            for other in [lp for lp in self._clients if lp.is_closed()]:
+            for other in [key for key in self._clients if key[0].is_closed()]:
                 del self._clients[other]
             total = self.config.concurrency_bounds[1]
             shards = -(-total // CONNECTIONS_PER_CLIENT)
             per_client = -(-total // shards)
-            clients = self._clients[loop] = [
+            clients = self._clients[(loop, tls)] = [
                 httpx.AsyncClient(
-                    verify=_tls_context(),
+                    verify=_tls_context() if tls else _plain_context(),
                     timeout=httpx.Timeout(
                         self.config.timeout, connect=min(self.config.timeout, 10.0)
                     ),
@@ -181,7 +184,7 @@ class HttpTarget:
         timeout = self.config.timeout
         try:
             response = await asyncio.wait_for(
-                self._client().post(url, json=body, headers=headers, params=params), timeout
+                self._client(url).post(url, json=body, headers=headers, params=params), timeout
             )
         except (asyncio.TimeoutError, httpx.TimeoutException):
             raise self.error(f"no response within {timeout:g}s", timeout=True) from None
@@ -243,7 +246,7 @@ class HttpTarget:
     async def aclose(self) -> None:
         clients, self._clients = self._clients, {}
         current = _running_loop()
-        for loop, shards in clients.items():
+        for (loop, _), shards in clients.items():
             for client in shards:
                 if loop is current:
                     await client.aclose()
@@ -255,6 +258,13 @@ class HttpTarget:
 def _tls_context() -> ssl.SSLContext:
     """One verifying TLS context for every client: loading the CA bundle costs ~0.1 s each."""
     return httpx.create_ssl_context()
+
+
+@functools.cache
+def _plain_context() -> ssl.SSLContext:
+    """For a client of a plain-HTTP base URL: it never needs TLS, and this context trusts no
+    certificate, so a TLS connection through it fails closed instead of loading the CA bundle."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -227,3 +227,70 @@ def test_the_builtin_example_scores_the_same_in_both_modes(tmp_path, mode):
     results, _ = read_bundle(out)
     scores = sorted(round(r["score"], 3) for r in results)
     assert scores == [0.333, 0.833, 1.0]
+
+
+# A bare stream-mode worker: logs when it starts and when it has read each line (O_APPEND, one
+# write per event), takes a while before reading (an interpreter's imports), answers each line.
+# With HANG_FIRST set, the first worker to start never reads at all.
+SLOW_STARTER = """\
+import os, sys, time
+log = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+os.write(log, f"start {os.getpid()}\\n".encode())
+marker = sys.argv[1] + ".hung"
+if os.environ.get("HANG_FIRST") and not os.path.exists(marker):
+    open(marker, "w").close()
+    time.sleep(600)
+time.sleep(0.2)
+for line in sys.stdin:
+    os.write(log, f"read {os.getpid()}\\n".encode())
+    print('{"exit": 0, "result": {"score": 1}}', flush=True)
+"""
+
+
+def _pool_run(tmp_path: Path, cases: int, *, timeout: float = 30, **env: str) -> list:
+    import asyncio
+
+    from evalrun.launcher.serve import ServePool
+
+    script = tmp_path / "slow_starter.py"
+    script.write_text(SLOW_STARTER)
+    log = tmp_path / "events.log"
+
+    async def main() -> list:
+        pool = ServePool(
+            [sys.executable, str(script), str(log)],
+            tmp_path,
+            {**os.environ, **env},
+            size=cases,
+            starting=asyncio.Semaphore(1),
+        )
+        try:
+            line = b'{"payload": {}, "env": {}}\n'
+            return await asyncio.gather(*(pool.run(line, timeout) for _ in range(cases)))
+        finally:
+            await pool.close()
+
+    return asyncio.run(main()), log.read_text().split("\n")[:-1]
+
+
+def test_workers_start_one_after_another_when_starts_are_bounded(tmp_path):
+    outcomes, events = _pool_run(tmp_path, 3)
+    assert [o.exit_code for o in outcomes] == [0, 0, 0]
+    # a start is free again only once the worker started before has read its first line
+    # (a worker that went idle meanwhile takes a waiting case instead of a new start)
+    started = None
+    for event in events:
+        kind, pid = event.split()
+        if kind == "start":
+            assert started is None, events
+            started = pid
+        elif pid == started:
+            started = None
+    assert [e.split()[0] for e in events].count("read") == 3
+
+
+def test_a_worker_that_never_reads_frees_its_start_when_its_case_times_out(tmp_path):
+    outcomes, events = _pool_run(tmp_path, 2, timeout=3, HANG_FIRST="1")
+    assert sorted(o.timed_out for o in outcomes) == [False, True]
+    assert [o.exit_code for o in outcomes if not o.timed_out] == [0]
+    assert [e.split()[0] for e in events].count("start") == 2

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pydantic import BaseModel, ValidationError
 
-from evalrun.safetext import repair
+from evalrun.judgecall import JudgeCall
+from evalrun.safetext import repair, repaired_note
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -121,6 +122,40 @@ def _invoke_payload(name: str, response: CompletionResponse, latency_ms: float) 
         "finishReason": openai_compat.finish_reason(response),
         "refusal": response.refusal or None,
     }
+
+
+def _judge_call(
+    grant: Grant,
+    target: str,
+    request: CompletionRequest,
+    question: str,
+    latency_ms: float,
+    response: CompletionResponse | None = None,
+    *,
+    error_code: str | None = None,
+) -> JudgeCall:
+    """The record of one finished upstream call: answered (``response``) or failed
+    (``error_code``). The registry redacts it when it keeps it."""
+    record = JudgeCall(
+        case_id=grant.case_id,
+        grader=grant.grader,
+        target=target,
+        status="error" if response is None else "ok",
+        latency_ms=round(latency_ms, 3),
+        system_prompt=request.system_prompt,
+        question=question,
+        task=request.task,
+        error_code=error_code,
+    )
+    if response is not None:
+        record.response = response.text
+        record.input_tokens = response.usage.input_tokens
+        record.output_tokens = response.usage.output_tokens
+        record.cached, record.replayed = response.cached, response.replayed
+        record.cost_usd, record.panel = response.cost_usd, response.panel
+        if response.repaired:
+            record.warnings.append(repaired_note(response.repaired, "the judge's reply"))
+    return record
 
 
 def _cancelling() -> bool:
@@ -262,34 +297,13 @@ class ProxyRoutes:
             error = ProxyError(502, "upstream_error", self._redact(str(exc) or type(exc).__name__))
         else:
             latency = (time.perf_counter() - started) * 1000
-            usage = response.usage
             self.registry.record(
-                grant,
-                target=name,
-                ok=True,
-                latency_ms=latency,
-                question=question,
-                system_prompt=request.system_prompt,
-                task=request.task,
-                response=response.text,
-                input_tokens=usage.input_tokens,
-                output_tokens=usage.output_tokens,
-                cached=response.cached,
-                replayed=response.replayed,
-                cost_usd=response.cost_usd,
-                panel=response.panel,
-                repaired=response.repaired,
+                grant, _judge_call(grant, name, request, question, latency, response)
             )
             return response, latency
+        latency = (time.perf_counter() - started) * 1000
         self.registry.record(
-            grant,
-            target=name,
-            ok=False,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            question=question,
-            system_prompt=request.system_prompt,
-            task=request.task,
-            error_code=error.code,
+            grant, _judge_call(grant, name, request, question, latency, error_code=error.code)
         )
         raise error
 

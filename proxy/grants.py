@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrun.safetext import repaired_note
+from evalrun.judgecall import JudgeCall
 
 #: Secrets shorter than this are not redacted: replacing every "a" would destroy the record.
 MIN_SECRET_LENGTH = 4
@@ -42,7 +42,7 @@ class Grant:
     case_id: str = ""
     used: int = 0
     revoked: bool = False
-    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    records: list[JudgeCall] = field(default_factory=list, repr=False)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
     reservations: set[Reservation] = field(default_factory=set, repr=False)
     input_tokens: int = 0
@@ -218,56 +218,21 @@ class GrantRegistry:
     def active(self) -> int:
         return len(self._by_digest)
 
-    def record(
-        self,
-        grant: Grant,
-        *,
-        target: str,
-        ok: bool,
-        latency_ms: float,
-        question: str | None,
-        system_prompt: str | None,
-        task: dict[str, Any] | None,
-        response: str | None = None,
-        error_code: str | None = None,
-        input_tokens: int = 0,
-        output_tokens: int = 0,
-        cached: bool = False,
-        replayed: bool = False,
-        cost_usd: float | None = None,
-        panel: dict[str, Any] | None = None,
-        repaired: int = 0,
-    ) -> None:
-        """Account one finished call and keep a redacted copy of its prompt and response."""
-        grant.latency_ms += latency_ms
-        grant.input_tokens += input_tokens
-        grant.output_tokens += output_tokens
-        grant.cached_calls += int(cached or replayed)
-        if cost_usd:
-            grant.cost_usd += cost_usd
-        redact = self.redactor
-        entry: dict[str, Any] = {
-            "case_id": grant.case_id,
-            "grader": grant.grader,
-            "target": target,
-            "status": "ok" if ok else "error",
-            "latency_ms": round(latency_ms, 3),
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cached": cached,
-            "replayed": replayed,
-            "system_prompt": redact.text(system_prompt, grant.token),
-            "question": redact.text(question, grant.token),
-            "task": redact.any(task, grant.token),
-            "response": redact.text(response, grant.token),
-        }
-        if error_code is not None:
-            entry["error_code"] = error_code
-        if panel is not None:
-            entry["panel"] = redact.any(panel, grant.token)
-        if repaired:
-            entry["warnings"] = [repaired_note(repaired, "the judge's reply")]
-        grant.records.append(entry)
+    def record(self, grant: Grant, call: JudgeCall) -> None:
+        """Account one finished call and keep it, redacted (docs/security.md)."""
+        grant.latency_ms += call.latency_ms or 0.0
+        grant.input_tokens += call.input_tokens
+        grant.output_tokens += call.output_tokens
+        grant.cached_calls += int(call.cached or call.replayed)
+        if call.cost_usd:
+            grant.cost_usd += call.cost_usd
+        redact, token = self.redactor, grant.token
+        call.system_prompt = redact.text(call.system_prompt, token)
+        call.question = redact.text(call.question, token)
+        call.task = redact.any(call.task, token)
+        call.response = redact.text(call.response, token)
+        call.panel = redact.any(call.panel, token)
+        grant.records.append(call)
 
 
 def _digest(token: str) -> bytes:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.judgecall import JudgeCall
 from grader_sdk import GraderInput, InvokeResult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +52,7 @@ class GraderRun:
     stdout: str
     stderr: str
     calls: int
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[JudgeCall] = field(default_factory=list)
 
     @property
     def result(self) -> dict[str, Any]:

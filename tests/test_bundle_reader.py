@@ -11,6 +11,7 @@ import pytest
 from conftest import run_cli
 from report_helpers import case, grader, write_bundle
 
+from evalrun.judgecall import JudgeCall
 from evalrun.reporters import load_bundle
 from evalrun.reporters.compare import compare_bundles
 from evalrun.reporters.merge import merge_bundles
@@ -45,7 +46,8 @@ def _damaged_bundle(directory: Path) -> tuple[Path, list[str]]:
     mixed += b"".join(DAMAGED[len(lines) :]) + TORN
     (directory / "results.jsonl").write_bytes(mixed)
     with open(directory / "judge-calls.jsonl", "ab") as handle:
-        handle.write(b'["not", "a", "call"]\n{"case_id": "c1", "sta')
+        handle.write(b'["not", "a", "call"]\n{"case_id": "c2", "input_tokens": "many"}\n')
+        handle.write(b'{"case_id": "c1", "sta')
     return directory, [c.id for c in good]
 
 
@@ -55,7 +57,7 @@ def test_every_damaged_line_is_skipped_and_every_result_kept(tmp_path: Path) -> 
     raw = (run / "results.jsonl").read_bytes()
     for offset, result in reader.result_lines(run):  # each offset is where its line starts
         assert json.loads(raw[offset:].split(b"\n", 1)[0])["id"] == result.id
-    assert [c["case_id"] for c in reader.read_judge_calls(run)] == ["c0"]
+    assert [c.case_id for c in reader.read_judge_calls(run)] == ["c0"]
 
 
 def test_reports_merge_and_compare_read_the_same_results(tmp_path: Path) -> None:
@@ -114,3 +116,32 @@ def test_resume_reads_the_same_lines(tmp_path: Path, finished: str) -> None:
     assert [c.id for c in results] == ["a", "b", "c"]
     assert results[0].status == finished  # the kept line, not graded again
     assert b"torn" not in (out / "results.jsonl").read_bytes()
+
+
+def test_a_judge_call_line_reads_back_as_written() -> None:
+    call = JudgeCall(
+        case_id="c1",
+        grader="cp",
+        target="judge",
+        status="ok",
+        latency_ms=12.5,
+        input_tokens=3,
+        output_tokens=4,
+        question="q?",
+        task={"kind": "statements"},
+        response="yes",
+        repeat=0,
+    )
+    line = call.to_dict()
+    assert "error_code" not in line and "panel" not in line and "warnings" not in line
+    assert line["repeat"] == 0 and line["cached"] is False
+    assert JudgeCall.from_dict(json.loads(json.dumps(line))) == call
+    old = {"case_id": "c1", "status": "error"}  # a log from before a key existed
+    assert JudgeCall.from_dict(old).latency_ms is None and JudgeCall.from_dict(old).repeat is None
+
+
+def test_a_lone_surrogate_escape_reads_as_json_reads_it(tmp_path: Path) -> None:
+    run = write_bundle(tmp_path / "run", [case("a", [grader("g", 0.9)])])
+    line = (run / "results.jsonl").read_bytes().replace(b'"an answer"', b'"an \\ud800 answer"')
+    (run / "results.jsonl").write_bytes(line)
+    assert [c.output for c in reader.read_results(run)] == ["an \ud800 answer"]

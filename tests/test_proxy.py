@@ -65,10 +65,10 @@ def test_info_and_invoke_follow_the_wire_contract() -> None:
                 "cost_usd",
             }
             first = grant.records[0]
-            assert first["case_id"] == "c1" and first["grader"] == "cp"
-            assert first["status"] == "ok" and first["target"] == "mock-judge"
-            assert first["system_prompt"] == "Be brief."
-            assert first["question"] == "What is the capital?"
+            assert first.case_id == "c1" and first.grader == "cp"
+            assert first.status == "ok" and first.target == "mock-judge"
+            assert first.system_prompt == "Be brief."
+            assert first.question == "What is the capital?"
 
     run(scenario)
 
@@ -190,7 +190,7 @@ def test_batch_with_a_failing_call_reports_its_index() -> None:
             assert error["code"] == "upstream_error" and error["index"] == 1
             assert "provider said no" in error["message"]
             assert grant.used == 2
-            assert [r["status"] for r in grant.records] in (["ok", "error"], ["error", "ok"])
+            assert [r.status for r in grant.records] in (["ok", "error"], ["error", "ok"])
 
     run(scenario)
 
@@ -306,8 +306,8 @@ def test_upstream_errors_map_to_status_codes_and_count() -> None:
                     error = error_body(reply)
                     assert error["code"] == code and message in error["message"]
             assert grant.used == 4
-            assert [r["error_code"] for r in grant.records] == [e[1] for e in expected.values()]
-            assert all(r["status"] == "error" for r in grant.records)
+            assert [r.error_code for r in grant.records] == [e[1] for e in expected.values()]
+            assert all(r.status == "error" for r in grant.records)
 
     run(scenario)
 
@@ -333,13 +333,13 @@ def test_call_records_and_error_messages_redact_secrets() -> None:
                 failed = await http.post("/invoke", json={"question": "q", "target": "leaky"})
                 assert failed.status_code == 502
                 assert secret not in failed.text and "***" in error_body(failed)["message"]
-            dumped = json.dumps(grant.records)
+            dumped = json.dumps([r.to_dict() for r in grant.records])
             assert secret not in dumped and grant.token not in dumped
             record = grant.records[0]
-            assert record["question"] == "key is ***, token is ***"
-            assert record["system_prompt"] == "system ***"
-            assert record["task"] == {"kind": "statements", "text": "t ***"}
-            assert "***" in record["response"]
+            assert record.question == "key is ***, token is ***"
+            assert record.system_prompt == "system ***"
+            assert record.task == {"kind": "statements", "text": "t ***"}
+            assert record.response is not None and "***" in record.response
 
     run(scenario)
 

@@ -47,7 +47,7 @@ def test_revoke_cancels_the_in_flight_upstream_call() -> None:
                 after = await http.post("/invoke", json={"question": "q"})
                 assert after.status_code == 401
             assert grant.used == 1 and grant.revoked
-            assert grant.records[0]["status"] == "error"
+            assert grant.records[0].status == "error"
 
     run(scenario)
 

@@ -102,10 +102,10 @@ def _print_details(console: Console, r: CheckResult) -> None:
     if result.stderr_tail:
         console.print(f"  stderr: {escape(result.stderr_tail.splitlines()[-1])}", highlight=False)
     for i, call in enumerate(r.judge_calls, start=1):
-        task = call.get("task") or {}
-        asked = f"task {task['kind']}" if task.get("kind") else _one_line(call.get("question"))
+        task = call.task or {}
+        asked = f"task {task['kind']}" if task.get("kind") else _one_line(call.question)
         console.print(f"  judge call {i}: {escape(asked)}", highlight=False)
-        console.print(f"    reply: {escape(_one_line(call.get('response')))}", highlight=False)
+        console.print(f"    reply: {escape(_one_line(call.response))}", highlight=False)
 
 
 def _one_line(text: object, limit: int = 160) -> str:

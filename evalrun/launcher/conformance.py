@@ -8,6 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.protocol import error_line
 from evalrun.launcher.serve import GraderPools
@@ -92,7 +93,7 @@ class CheckResult:
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: The proxy's records of this payload's judge calls (question, task, reply).
-    judge_calls: list[dict] = field(default_factory=list)
+    judge_calls: list[JudgeCall] = field(default_factory=list)
     mode: str = "process"
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.judgecall import JudgeCall
 from evalrun.launcher.deterministic import run_deterministic
 from evalrun.launcher.environment import grader_environment, proxy_variables
 from evalrun.launcher.payload import build_payload
@@ -46,7 +47,7 @@ class LaunchContext:
 @dataclass
 class GraderRun:
     result: GraderResult
-    judge_calls: list[dict[str, Any]] = field(default_factory=list)
+    judge_calls: list[JudgeCall] = field(default_factory=list)
 
 
 def grader_argv(spec: GraderSpec) -> list[str]:
@@ -98,7 +99,7 @@ async def run_grader(
     result = interpret(
         outcome, name=spec.name or spec.type, threshold=spec.threshold, weight=spec.weight
     )
-    calls: list[dict[str, Any]] = []
+    calls: list[JudgeCall] = []
     if grant is not None and proxy is not None:
         _redact(result, proxy.registry.redactor, grant.token)
         result.proxy = ProxyUsage(**grant.usage())

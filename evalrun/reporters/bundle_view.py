@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scan import CaseIndex, ResultScan, scan_results
@@ -53,15 +54,15 @@ class JudgeCalls:
     output_tokens: int = 0
     latencies: array[float] = field(default_factory=lambda: array("d"))
 
-    def add(self, offset: int, call: dict[str, Any]) -> None:
-        self.offsets.setdefault(str(call.get("case_id")), []).append(offset)
+    def add(self, offset: int, call: JudgeCall) -> None:
+        self.offsets.setdefault(call.case_id, []).append(offset)
         self.count += 1
-        self.cached += bool(call.get("cached"))
-        self.by_status[str(call.get("status", "unknown"))] += 1
-        self.input_tokens += int(call.get("input_tokens") or 0)
-        self.output_tokens += int(call.get("output_tokens") or 0)
-        if _is_number(call.get("latency_ms")):
-            self.latencies.append(float(call["latency_ms"]))
+        self.cached += call.cached
+        self.by_status[call.status] += 1
+        self.input_tokens += call.input_tokens
+        self.output_tokens += call.output_tokens
+        if call.latency_ms is not None:
+            self.latencies.append(call.latency_ms)
 
     def to_dict(self) -> dict[str, Any]:
         ordered = sorted(self.latencies)
@@ -147,13 +148,13 @@ class BundleView:
         """The case id, with the repeat index when the run has repeats."""
         return f"{case.id} [repeat {case.repeat}]" if self.repeats else str(case.id)
 
-    def calls_for(self, case: CaseResult) -> list[dict[str, Any]]:
+    def calls_for(self, case: CaseResult) -> list[JudgeCall]:
         """Judge calls of this case (and this repeat, when the log records repeats)."""
         offsets = self.calls.offsets.get(str(case.id))
         if not offsets:
             return []
         calls = reader.judge_calls_at(self.run_dir, offsets)
-        return [c for c in calls if c.get("repeat") is None or c.get("repeat") == case.repeat]
+        return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
 
     @property
     def judge_stats(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TextIO
 
+from evalrun.judgecall import JudgeCall
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import (
     DETAIL_LIMIT,
@@ -385,28 +386,26 @@ def _grader_card(grader: GraderResult) -> str:
     return "".join(body)
 
 
-def _judge_call(call: dict[str, Any]) -> str:
-    latency = call.get("latency_ms")
+def _judge_call(call: JudgeCall) -> str:
     head = [
-        f"{call.get('grader') or '?'} → {call.get('target') or '?'}",
-        str(call.get("status") or ""),
-        f"{float(latency):.1f} ms" if isinstance(latency, (int, float)) else "",
-        f"{call.get('input_tokens') or 0}+{call.get('output_tokens') or 0} tokens",
-        "cached" if call.get("cached") else "",
-        "replayed" if call.get("replayed") else "",
-        str(call.get("error_code") or ""),
+        f"{call.grader or '?'} → {call.target or '?'}",
+        call.status,
+        "" if call.latency_ms is None else f"{call.latency_ms:.1f} ms",
+        f"{call.input_tokens}+{call.output_tokens} tokens",
+        "cached" if call.cached else "",
+        "replayed" if call.replayed else "",
+        call.error_code or "",
     ]
     parts = [f"<summary>{e(' · '.join(h for h in head if h))}</summary>"]
-    for key, label in (
-        ("system_prompt", "System prompt"),
-        ("question", "Question"),
-        ("response", "Response"),
-        ("error", "Error"),
+    for text, label in (
+        (call.system_prompt, "System prompt"),
+        (call.question, "Question"),
+        (call.response, "Response"),
     ):
-        if call.get(key):
-            parts.append(f"<h5>{label}</h5>{_pre(call[key])}")
-    if call.get("task"):
-        task = json.dumps(call["task"], indent=2, ensure_ascii=False, default=str)
+        if text:
+            parts.append(f"<h5>{label}</h5>{_pre(text)}")
+    if call.task:
+        task = json.dumps(call.task, indent=2, ensure_ascii=False, default=str)
         parts.append(f"<h5>Typed task</h5>{_pre(task)}")
     return f'<details class="call">{"".join(parts)}</details>'
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalrun.judgecall import JudgeCall
 from evalrun.reporters import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
@@ -33,7 +34,7 @@ class Shard:
     path: Path
     cases: list[CaseResult]
     summary: dict[str, Any]
-    calls: list[dict[str, Any]]
+    calls: list[JudgeCall]
 
 
 @dataclass
@@ -199,7 +200,7 @@ def merge_bundles(
         for case in cases:
             writer.add_case(case)
         calls = [c for s in shards for c in s.calls]
-        calls.sort(key=lambda c: (str(c.get("case_id")), c.get("repeat") or 0))
+        calls.sort(key=lambda c: (c.case_id, c.repeat or 0))
         writer.add_judge_calls(calls)
         writer.write_summary(summary)
     finally:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
+from evalrun.judgecall import JudgeCall
 from evalrun.results.models import CaseResult
 
 RESULTS = "results.jsonl"
@@ -94,9 +95,9 @@ class BundleWriter:
     def add_case(self, case: CaseResult) -> None:
         self._write(self._results, [case.to_dict()])
 
-    def add_judge_calls(self, records: list[dict[str, Any]]) -> None:
-        if records:
-            self._write(self._calls, records)
+    def add_judge_calls(self, calls: list[JudgeCall]) -> None:
+        if calls:
+            self._write(self._calls, [call.to_dict() for call in calls])
 
     def _write(self, handle: IO[str], records: list[dict[str, Any]]) -> None:
         """Whole lines only: everything is serialized and encoded before one write."""

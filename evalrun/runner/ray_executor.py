@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import ray
 from ray.exceptions import RayError
 
+from evalrun.judgecall import JudgeCall
 from evalrun.results.models import CaseResult
 from evalrun.runner.options import RunOptions
 from evalrun.spec.loader import load_eval
@@ -147,7 +148,7 @@ class GraderWorker:
     def ready(self) -> int:
         return os.getpid()
 
-    async def grade(self, case_id: str, repeat: int) -> tuple[dict[str, Any], list[dict]]:
+    async def grade(self, case_id: str, repeat: int) -> tuple[dict[str, Any], list[JudgeCall]]:
         result, calls = await self.run.grade_case(self.cases[case_id], repeat, self.ctx)
         return result.to_dict(), calls
 
@@ -258,7 +259,7 @@ class RayExecutor:
             ) from None
         return cls(run, workers, limiters)
 
-    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[dict]]:
+    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
         index = min(range(len(self._workers)), key=lambda i: self._busy[i])
         self._busy[index] += 1
         ref = self._workers[index].grade.remote(case.id, repeat)

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.launcher.serve import GraderPools
@@ -50,9 +51,7 @@ from evalrun.targets import (
 class Executor(Protocol):
     """Where cases are graded: in this process, or on a Ray cluster (docs/distributed.md)."""
 
-    async def grade(
-        self, case: TestCase, repeat: int
-    ) -> tuple[CaseResult, list[dict[str, Any]]]: ...
+    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]: ...
 
     async def aclose(self) -> None: ...
 
@@ -227,12 +226,14 @@ class EvalRun:
         t0 = time.monotonic()
         progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat)
 
-        def record(result: CaseResult, calls: list[dict[str, Any]]) -> None:
+        def record(result: CaseResult, calls: list[JudgeCall]) -> None:
             if self._write_error is not None:
                 return
             try:
                 writer.add_case(result)
-                writer.add_judge_calls([{**call, "repeat": result.repeat} for call in calls])
+                for call in calls:
+                    call.repeat = result.repeat
+                writer.add_judge_calls(calls)
             except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
                 self._write_error = f"case '{result.id}': {exc}"
                 self.interrupt()
@@ -346,13 +347,13 @@ class EvalRun:
 
     async def grade_case(
         self, case: TestCase, repeat: int, ctx: LaunchContext
-    ) -> tuple[CaseResult, list[dict[str, Any]]]:
+    ) -> tuple[CaseResult, list[JudgeCall]]:
         """Answer one case with the target and run its graders, here in this process."""
         started = time.monotonic()
         result = CaseResult(
             id=case.id, status="error", repeat=repeat, target=self.target_name, line=case.line
         )
-        calls: list[dict[str, Any]] = []
+        calls: list[JudgeCall] = []
         try:
             output, target_ms, usage, repaired = await self._answer(case)
             result.output = output

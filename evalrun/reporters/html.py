@@ -38,10 +38,20 @@ BINS = SCORE_BINS
 COLORS = {"passed": "#2e9d5b", "failed": "#d2453f", "error": "#e39a23", "unscored": "#8a8f98"}
 
 
+#: What :func:`e` may change: control characters, markup, and the ``::`` and ``##[`` of a
+#: workflow command. Text with none of them (most of it) is returned as it is.
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069&<>\"']|::|##\\["
+)
+
+
 def e(value: Any) -> str:
     """Escaped text; control characters shown as escapes, no line a workflow command (the page
     may be printed with ``evalrun report --format html -o -``)."""
-    plain = escape_controls("" if value is None else str(value), keep_newlines=True)
+    text = "" if value is None else str(value)
+    if not _UNSAFE.search(text):
+        return text
+    plain = escape_controls(text, keep_newlines=True)
     return no_workflow_commands(html.escape(plain, quote=True))
 
 

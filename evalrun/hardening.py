@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 PR_SET_DUMPABLE = 4
-PR_GET_DUMPABLE = 3
 
 
 def make_undumpable() -> bool:
@@ -21,11 +20,3 @@ def make_undumpable() -> bool:
         return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
-
-
-def is_dumpable() -> bool | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    return bool(ctypes.CDLL(None).prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))

@@ -193,16 +193,6 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             raise SourceError(f"{path}: not UTF-8 text") from None
 
 
-def load_jsonl_with_lines(path: Path) -> tuple[list[Any], LineMap]:
-    """One JSON value per non-empty line; the line map's first key is the item index."""
-    items: list[Any] = []
-    lines: LineMap = {}
-    for lineno, value in iter_jsonl(path):
-        lines[(len(items),)] = lineno  # every key of an item is on its line
-        items.append(value)
-    return items, lines
-
-
 def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:
     """The line of the deepest known prefix of ``loc``."""
     for end in range(len(loc), -1, -1):

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader_sdk._errors import (
     ProtocolError,
-    ProxyError,
     ProxyNotConfigured,
     ProxyUnavailable,
     error_from_response,
@@ -215,12 +214,7 @@ class TargetClient:
         wire = [request_to_wire(r) for r in requests]
         if not wire:
             return []
-        try:
-            data = self._call("POST", "/invokeBatch", {"requests": wire})
-        except ProxyError as exc:
-            if exc.status == 404 and exc.code is None:
-                return self._invoke_each(wire)
-            raise
+        data = self._call("POST", "/invokeBatch", {"requests": wire})
         responses = data.get("responses") if isinstance(data, dict) else None
         if not isinstance(responses, list):
             raise ProtocolError("invokeBatch response has no 'responses' list")
@@ -232,16 +226,6 @@ class TargetClient:
 
     def info(self) -> ProxyInfo:
         return ProxyInfo.from_wire(self._call("GET", "/info", None))
-
-    def _invoke_each(self, wire: list[dict[str, Any]]) -> list[InvokeResult]:
-        """Fallback for a proxy without /invokeBatch: concurrent single calls, order kept."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        def one(body: dict[str, Any]) -> InvokeResult:
-            return InvokeResult.from_wire(self._call("POST", "/invoke", body))
-
-        with ThreadPoolExecutor(max_workers=min(8, len(wire))) as pool:
-            return list(pool.map(one, wire))
 
     def _call(self, method: str, path: str, body: Any) -> Any:
         from grader_sdk._http import HTTPProtocolError

@@ -34,7 +34,6 @@ from graders._judgekit import (
 )
 
 SCORED_UNIVERSAL = ("PIF", "POI", "PC", "CA", "SRC", "IR")
-ROBUSTNESS = "PR"
 DEFAULT_RUNS = 3
 
 

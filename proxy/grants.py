@@ -113,9 +113,6 @@ class GrantRegistry:
         self.redactor = Redactor(secrets)
         self.closing = False
 
-    def add_secrets(self, values: Iterable[str]) -> None:
-        self.redactor.add(values)
-
     def issue(
         self,
         default_target: str,
@@ -213,10 +210,6 @@ class GrantRegistry:
         for grant in grants:
             for task in list(grant.tasks):
                 task.cancel()
-
-    @property
-    def active(self) -> int:
-        return len(self._by_digest)
 
     def record(self, grant: Grant, call: JudgeCall) -> None:
         """Account one finished call and keep it, redacted (docs/security.md)."""

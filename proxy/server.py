@@ -158,9 +158,6 @@ class JudgeProxy:
     def revoke(self, grant: Grant) -> None:
         self.registry.revoke(grant)
 
-    def add_secrets(self, values: Iterable[str]) -> None:
-        self.registry.add_secrets(values)
-
     async def stop(self) -> None:
         """Cancel calls in flight (they answer 503), close every connection, free the port."""
         task, server, sock = self._task, self._server, self._socket

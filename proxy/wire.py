@@ -141,21 +141,6 @@ class InfoResponse(WireModel):
     calls_per_request: int = 1
 
 
-class ErrorBody(BaseModel):
-    """``code`` is one of the contract codes; some errors add keys (limit, used, allowed)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    code: str
-    message: str
-
-
-class ErrorResponse(BaseModel):
-    """The nested error shape (``{"error": {code, message, ...}}``)."""
-
-    error: ErrorBody
-
-
 class AgentVErrorResponse(BaseModel):
     """The error of AgentV's routes (``/invoke``, ``/invokeBatch``, ``/info``): the message is a
     string, as AgentV's proxy sends it; ``code`` and any extra keys sit beside it."""

@@ -48,7 +48,6 @@ class FakeProxy:
         token: str = "test-token-0123456789abcdef0123456789abcdef",
         target_name: str = "mock",
         available: tuple[str, ...] = ("mock",),
-        batch_route: bool = True,
         short_batch: bool = False,
     ) -> None:
         self.judge = judge or (lambda request: '{"relevant": true, "reason": "default"}')
@@ -56,7 +55,6 @@ class FakeProxy:
         self.token = token
         self.target_name = target_name
         self.available = list(available)
-        self.batch_route = batch_route
         self.short_batch = short_batch
         self.call_count = 0
         self.requests: list[dict[str, Any]] = []
@@ -123,8 +121,6 @@ class FakeProxy:
                 },
             )
         if method != "POST" or path not in ("/invoke", "/invokeBatch"):
-            return self._send(handler, 404, {"detail": "Not Found"})
-        if path == "/invokeBatch" and not self.batch_route:
             return self._send(handler, 404, {"detail": "Not Found"})
         try:
             data = json.loads(body or b"null")

@@ -291,18 +291,25 @@ def test_interpret_signal_death_is_an_error():
     assert result.status == "error" and "SIGKILL" in result.reason
 
 
+#: prctl(PR_GET_DUMPABLE) for the probe scripts below (Linux)
+IS_DUMPABLE = (
+    "import ctypes\ndef is_dumpable():\n    return bool(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))\n"
+)
+
+
 def test_evalrun_is_not_dumpable_but_its_graders_are(tmp_path):
     """Graders run as the same user must not read evalrun's environment (provider keys)."""
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import json, os\n"
-        "from evalrun.hardening import is_dumpable\n"
+        f"{IS_DUMPABLE}"
         "print(json.dumps({'score': 1.0 if is_dumpable() else 0.0}))\n"
     )
     script = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "from evalrun.hardening import is_dumpable, make_undumpable\n"
+        "from evalrun.hardening import make_undumpable\n"
+        f"{IS_DUMPABLE}"
         "from evalrun.launcher.launch import LaunchContext, run_grader\n"
         "from evalrun.spec.models import GraderSpec, TestCase\n"
         "assert make_undumpable() and is_dumpable() is False\n"

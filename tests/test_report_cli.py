@@ -90,7 +90,13 @@ def test_compare_hand_checked_interval(tmp_path: Path) -> None:
     assert g.deltas == [-1.0, 1.0, 1.0, 1.0]
     assert g.ci == (-0.5, 1.0)
     assert result.only_new == ["extra"] and result.only_base == []
-    assert [c.id for c in result.status_changes] == ["a", "b", "c", "d"]
+    changed = [(c.id, c.base_status, c.new_status) for c in result.cases]
+    assert changed == [
+        ("a", "passed", "failed"),
+        ("b", "failed", "passed"),
+        ("c", "failed", "passed"),
+        ("d", "failed", "passed"),
+    ]
 
 
 def test_compare_repeats_are_averaged_per_case(tmp_path: Path) -> None:

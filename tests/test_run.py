@@ -260,3 +260,24 @@ def test_the_table_keeps_at_most_its_rows_problems_first() -> None:
     for cid in ("b", "a", "c"):
         few.add(CaseResult(id=cid, status="failed" if cid == "c" else "passed"))
     assert [c.id for c in few.rows()] == ["a", "b", "c"]  # all fit: by id
+
+
+def test_reporters_that_cannot_be_imported_are_a_clear_error(tmp_path):
+    """The results stay on disk; the run says why no report was written and exits 3."""
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "out"
+    script = (
+        "import sys\n"
+        "sys.modules['evalrun.reporters'] = None  # import evalrun.reporters: ImportError\n"
+        "from evalrun.cli import main\n"
+        f"main([{str(path)!r}, '--out', {str(out)!r}, '--filter', 'france'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 3, result.stderr
+    assert "no reports written: evalrun.reporters cannot be imported" in result.stderr
+    assert f"evalrun report {out}" in result.stderr
+    cases, summary = read_bundle(out)
+    assert [c["status"] for c in cases] == ["passed"] and summary["exit_code"] == 0
+    assert not (out / "report.html").exists()

@@ -155,13 +155,6 @@ def test_short_batch_answer_is_a_protocol_error() -> None:
         client_for(proxy).invoke_batch(["a", "b", "c"])
 
 
-def test_batch_falls_back_to_single_calls_without_the_batch_route() -> None:
-    with FakeProxy(lambda r: r["question"] * 2, batch_route=False) as proxy:
-        results = client_for(proxy).invoke_batch(["a", "b", "c"])
-    assert [r.raw_text for r in results] == ["aa", "bb", "cc"]
-    assert proxy.http_requests.count(("POST", "/invoke")) == 3
-
-
 def test_async_client() -> None:
     async def main(proxy: FakeProxy) -> tuple[str, list[str], int]:
         client = AsyncTargetClient(proxy.url, proxy.token)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -417,18 +418,17 @@ def test_concurrent_calls_use_separate_connections_then_pool_them() -> None:
     arrived = threading.Barrier(3, timeout=10)
     invokes = itertools.count()
 
-    def no_batch_route(peer: Peer) -> None:
+    def answering(peer: Peer) -> None:
         while (seen := peer.read_request()) is not None:
-            if seen.target == "/invokeBatch":
-                peer.send(reply({"detail": "Not Found"}, "404 Not Found"))
-                continue
             if next(invokes) < 3:
-                arrived.wait()
+                arrived.wait()  # the first three are in flight at once
             peer.send(reply(answer(json.loads(seen.body)["question"])))
 
-    with RawServer(no_batch_route) as server:
+    with RawServer(answering) as server:
         client = server.client()
-        assert [r.raw_text for r in client.invoke_batch(["a", "b", "c"])] == ["a", "b", "c"]
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            texts = list(pool.map(lambda q: client.invoke(q).raw_text, ["a", "b", "c"]))
+        assert texts == ["a", "b", "c"]
         assert server.connections == 3
         assert [client.invoke(q).raw_text for q in ("d", "e")] == ["d", "e"]
         assert server.connections == 3

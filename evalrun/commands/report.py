@@ -11,7 +11,6 @@ import typer
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
 USAGE = 2
-FORMAT_NAMES = ("md", "html", "junit", "json")
 
 
 def _fail(message: str) -> typer.Exit:
@@ -24,7 +23,7 @@ def report(
     formats: list[str] = typer.Option(
         [],
         "--format",
-        metavar="|".join(FORMAT_NAMES),
+        metavar="FORMAT",
         help="md, html, junit or json (repeatable; default md+html+junit).",
     ),
     out: Path | None = typer.Option(

@@ -233,25 +233,35 @@ def run(
         typer.echo(
             f"error: the run bundle is incomplete: {printable(outcome.write_error)}", err=True
         )
-    else:
-        _write_reports(outcome.out or options.out, options.report_formats, outcome.scan)
+    exit_code = outcome.exit_code
+    if outcome.write_error is None and not _write_reports(
+        outcome.out or options.out, options.report_formats, outcome.scan
+    ):
+        exit_code = max(exit_code, ExitCode.INCOMPLETE)
     if not quiet:
         _print_table(outcome.cases, outcome.total, outcome.summary, outcome.out or options.out)
     else:
         print(printable(outcome.out or options.out))
-    raise typer.Exit(outcome.exit_code)
+    raise typer.Exit(exit_code)
 
 
-def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None) -> None:
+def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None) -> bool:
+    """False (said on stderr) when the reporters cannot be imported: the results are on disk,
+    and ``evalrun report`` renders them once the install is whole."""
     try:
-        from evalrun.reporters import write_reports
-    except ImportError:
-        return
+        from evalrun.reporters import github_actions_report, write_reports
+    except ImportError as exc:
+        typer.echo(
+            f"error: no reports written: evalrun.reporters cannot be imported ({exc}); "
+            f"the results are in {printable(out)}: run 'evalrun report {printable(out)}' "
+            "once the install is fixed",
+            err=True,
+        )
+        return False
     write_reports(out, formats, scan=scan)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        from evalrun.reporters import github_actions
-
-        github_actions(out)
+        github_actions_report(out)
+    return True
 
 
 #: Width of the table when stdout is a file or a pipe: wide enough for whole names.

@@ -19,9 +19,6 @@ from evalrun.results.models import CaseResult
 from evalrun.results.scan import ResultScan
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
-#: The name the runner calls.
-github_actions = github_actions_report
-
 #: format -> (module under evalrun.reporters with ``write(view, out)``, file name in the bundle)
 FORMATS: dict[str, tuple[str, str]] = {
     "md": ("markdown", "report.md"),
@@ -36,7 +33,6 @@ __all__ = [
     "FORMATS",
     "BundleNotFound",
     "BundleView",
-    "github_actions",
     "github_actions_report",
     "load_bundle",
     "render",

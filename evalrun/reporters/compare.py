@@ -97,10 +97,6 @@ class Comparison:
     def regression(self) -> bool:
         return self.overall.regression
 
-    @property
-    def status_changes(self) -> list[CaseDelta]:
-        return [c for c in self.cases if c.base_status != c.new_status]
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "base": self.base,

@@ -27,9 +27,3 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"… [{len(text) - limit} more characters]"
-
-
-def yes_no(value: object) -> str:
-    if value is None:
-        return "–"
-    return "yes" if value else "no"

@@ -217,15 +217,7 @@ export class TargetClient {
   async invokeBatch(requests) {
     const wire = [...requests].map(requestToWire);
     if (wire.length === 0) return [];
-    let data;
-    try {
-      data = await this._call('POST', '/invokeBatch', { requests: wire });
-    } catch (err) {
-      if (err instanceof ProxyError && err.status === 404 && !err.code) {
-        return Promise.all(wire.map(async (r) => resultFromWire(await this._call('POST', '/invoke', r))));
-      }
-      throw err;
-    }
+    const data = await this._call('POST', '/invokeBatch', { requests: wire });
     if (!data || !Array.isArray(data.responses)) throw new ProtocolError("invokeBatch response has no 'responses' list");
     if (data.responses.length !== wire.length) {
       throw new ProtocolError(`invokeBatch sent ${wire.length} requests but got ${data.responses.length} responses`);

@@ -14,6 +14,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import uvicorn
 
@@ -157,6 +158,10 @@ class JudgeProxy:
 
     def revoke(self, grant: Grant) -> None:
         self.registry.revoke(grant)
+
+    def redact(self, value: Any, token: str) -> Any:
+        """``value`` (text or JSON-like data) without ``token`` or any key of the targets."""
+        return self.registry.redactor.any(value, token)
 
     async def stop(self) -> None:
         """Cancel calls in flight (they answer 503), close every connection, free the port."""

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evalrun.launcher.conformance import GOLDEN
+from evalrun.commands.grader_check import GOLDEN
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.payload import build_payload
 from evalrun.spec.loader import load_eval

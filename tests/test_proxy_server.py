@@ -192,3 +192,33 @@ def test_evalrun_proxy_command_reports_an_unknown_target(tmp_path: Path) -> None
     )
     assert result.returncode == 2
     assert "nope" in result.stderr
+
+
+def test_the_proxy_is_the_grant_issuer_the_launcher_takes() -> None:
+    """``JudgeProxy`` has every member of ``GrantIssuer`` with the same parameters, its grants
+    are ``IssuedGrant``s, and ``redact`` removes the token and the keys it was given."""
+    import inspect
+
+    from evalrun.launcher.issuer import GrantIssuer, IssuedGrant
+
+    for name in ("grant", "revoke", "redact"):
+        wanted = inspect.signature(getattr(GrantIssuer, name)).parameters
+        actual = inspect.signature(getattr(JudgeProxy, name)).parameters
+        assert [(p.name, p.kind, p.default) for p in actual.values()] == [
+            (p.name, p.kind, p.default) for p in wanted.values()
+        ], name
+
+    async def scenario() -> None:
+        proxy = JudgeProxy(lambda name: FakeTarget(name), ["judge"], secrets=["sk-live-key-123"])
+        async with proxy:
+            assert isinstance(proxy, GrantIssuer)
+            grant = proxy.grant("judge", max_calls=1)
+            assert isinstance(grant, IssuedGrant)
+            text = f"token {grant.token}, key sk-live-key-123"
+            assert proxy.redact(text, grant.token) == "token ***, key ***"
+            assert proxy.redact({"a": [text]}, grant.token) == {"a": ["token ***, key ***"]}
+            assert proxy.redact(None, grant.token) is None
+            proxy.revoke(grant)
+            assert grant.revoked
+
+    run(scenario)

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from evalrun.launcher.conformance import CheckResult
+    from evalrun.commands.grader_check import CheckResult
 
 grader_app = typer.Typer(
     help="Work on graders: check one against the protocol.", no_args_is_help=True
@@ -45,7 +45,7 @@ def check(
     ),
 ) -> None:
     """Run a grader against golden payloads and a scripted judge; report contract violations."""
-    from evalrun.launcher.conformance import check_grader, write_golden_payloads
+    from evalrun.commands.grader_check import check_grader, write_golden_payloads
 
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)

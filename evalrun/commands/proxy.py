@@ -24,27 +24,16 @@ from evalrun.targets import (
 from evalrun.yamlsource import SourceError
 
 
-def _secrets(pool: TargetPool) -> list[str]:
-    """Every key value the configured targets could use, so call records never show one."""
-    values = []
-    for config in pool.file.targets:
-        with contextlib.suppress(ConfigError):
-            value = config.resolve_secret()
-            if value:
-                values.append(value)
-    return values
-
-
 async def _serve(pool: TargetPool, target: str, max_calls: int, allow: list[str] | None) -> None:
     from evalrun.launcher.environment import PROXY_ENV_PREFIXES
-    from proxy import JudgeProxy
+    from evalrun.runner.judging import judge_proxy
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    proxy = JudgeProxy(pool.get, pool.names, secrets=_secrets(pool))
+    proxy = judge_proxy(pool)
     try:
         await proxy.start()
         grant = proxy.grant(target, max_calls, allow, grader="interactive")

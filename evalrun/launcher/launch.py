@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.deterministic import run_deterministic
 from evalrun.launcher.environment import grader_environment, proxy_variables
+from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.process import ProcessOutcome, run_process
 from evalrun.launcher.protocol import interpret
@@ -37,8 +37,8 @@ class LaunchContext:
     eval_dir: Path
     judge: str | None
     secret_names: set[str] = field(default_factory=set)
-    #: Starts the judge proxy on first use and returns it (``proxy.JudgeProxy``).
-    proxy: Callable[[], Awaitable[Any]] | None = None
+    #: Starts the judge proxy on first use and returns it.
+    proxy: StartIssuer | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     #: Stream-mode workers; without them every grader runs one process per case.
     pools: GraderPools | None = None
@@ -80,8 +80,8 @@ async def run_grader(
         access = spec.access
     payload = build_payload(case, spec, output, attempt)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
-    grant = None
-    proxy = None
+    grant: IssuedGrant | None = None
+    proxy: GrantIssuer[Any] | None = None
     if access is not None and ctx.proxy is not None and ctx.judge is not None:
         proxy = await ctx.proxy()
         grant = proxy.grant(
@@ -101,21 +101,21 @@ async def run_grader(
     )
     calls: list[JudgeCall] = []
     if grant is not None and proxy is not None:
-        _redact(result, proxy.registry.redactor, grant.token)
+        _redact(result, proxy, grant.token)
         result.proxy = ProxyUsage(**grant.usage())
         calls = list(grant.records)
     return GraderRun(result, calls)
 
 
-def _redact(result: GraderResult, redactor: Any, token: str) -> None:
+def _redact(result: GraderResult, proxy: GrantIssuer[Any], token: str) -> None:
     """The grant's token and provider keys never reach the bundle, even if a grader prints
-    them (docs/security.md). ``redactor`` is ``proxy.grants.Redactor``."""
-    result.reason = redactor.text(result.reason, token)
-    result.stderr_tail = redactor.text(result.stderr_tail, token)
-    result.hits = redactor.any(result.hits, token)
-    result.misses = redactor.any(result.misses, token)
-    result.checks = redactor.any(result.checks, token)
-    result.details = redactor.any(result.details, token)
+    them (docs/security.md)."""
+    result.reason = proxy.redact(result.reason, token)
+    result.stderr_tail = proxy.redact(result.stderr_tail, token)
+    result.hits = proxy.redact(result.hits, token)
+    result.misses = proxy.redact(result.misses, token)
+    result.checks = proxy.redact(result.checks, token)
+    result.details = proxy.redact(result.details, token)
 
 
 async def _launch(
@@ -123,8 +123,8 @@ async def _launch(
     payload: dict[str, Any],
     cwd: Path,
     ctx: LaunchContext,
-    proxy: Any,
-    grant: Any,
+    proxy: GrantIssuer[Any] | None,
+    grant: IssuedGrant | None,
 ) -> ProcessOutcome:
     """Run the case in a served worker or in a process of its own; the grant lives meanwhile."""
     sandbox = ctx.sandbox.for_grader(spec.sandbox)
@@ -132,7 +132,9 @@ async def _launch(
     if proxy is not None and proxy.unix_socket is not None:
         route = ProxyRoute(proxy.port, proxy.unix_socket)
     argv = sandbox.wrap(_resolve_argv(grader_argv(spec), ctx.eval_dir), cwd, route)
-    per_case = proxy_variables(proxy.url, grant.token) if grant is not None else {}
+    per_case = (
+        proxy_variables(proxy.url, grant.token) if proxy is not None and grant is not None else {}
+    )
     if ctx.pools is not None and grader_mode(spec) == "serve":
         pool = ctx.pools.pool(
             argv,

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
@@ -40,12 +40,14 @@ from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase, as_me
 from evalrun.targets import (
     CompletionRequest,
     ConfigError,
-    TargetConfig,
     TargetError,
     TargetPool,
     load_targets,
     locate_targets_file,
 )
+
+if TYPE_CHECKING:
+    from proxy import JudgeProxy
 
 
 class Executor(Protocol):
@@ -117,7 +119,7 @@ class EvalRun:
         self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise ConfigError("--executor ray needs Ray: pip install 'evalrun[ray]'")
-        self._proxy: Any = None
+        self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(options.workers)
         #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
@@ -160,19 +162,18 @@ class EvalRun:
         (self._private_dir / "tmp").mkdir()
         return dataclasses.replace(policy, scratch=self._private_dir / "tmp")
 
-    async def _get_proxy(self) -> Any:
+    async def _get_proxy(self) -> JudgeProxy:
+        """The run's judge proxy, started on first use (a run without judged graders never
+        imports it)."""
         async with self._proxy_lock:
             if self._proxy is None:
-                from proxy import JudgeProxy
+                from evalrun.runner.judging import judge_proxy
 
-                secrets = [s for t in self.pool.file.targets if (s := _secret_of(t))]
                 unix_socket = None
                 if self._private_dir is not None:  # strict graders reach it through this
                     (self._private_dir / "sock").mkdir(exist_ok=True)
                     unix_socket = self._private_dir / "sock" / "proxy.sock"
-                proxy = JudgeProxy(
-                    self.pool.get, self.pool.names, secrets=secrets, unix_socket=unix_socket
-                )
+                proxy = judge_proxy(self.pool, unix_socket=unix_socket)
                 await proxy.start()
                 self._proxy = proxy
             return self._proxy
@@ -462,14 +463,6 @@ class EvalRun:
         if threshold is not None and (mean is None or mean < threshold):
             return ExitCode.GATE_FAILED
         return ExitCode.OK
-
-
-def _secret_of(target: TargetConfig) -> str | None:
-    """The target's key if it is set, so the proxy can redact it from call records."""
-    try:
-        return target.resolve_secret()
-    except ConfigError:
-        return None
 
 
 def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> CaseResult:

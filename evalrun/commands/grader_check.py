@@ -1,5 +1,6 @@
-"""``evalrun grader check``: feed golden payloads to any grader, behind a real proxy with a
-scripted judge, and list every way its behaviour breaks the protocol."""
+"""What ``evalrun grader check`` (``commands/grader.py``) does: feed golden payloads to any
+grader, behind a real proxy with a scripted judge, and list every way its behaviour breaks the
+protocol."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from pathlib import Path
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.payload import build_payload
 from evalrun.launcher.protocol import error_line
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import GraderResult
+from evalrun.runner.judging import judge_proxy
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.targets import TargetConfig, TargetPool, TargetsFile
+from proxy import JudgeProxy
 
 JUDGE = "conformance-judge"
 
@@ -123,8 +127,6 @@ async def check_grader(
     """Every golden payload in each mode. In stream mode one worker serves them all, and its
     results must match the per-process ones; with both modes asked, a grader that does not
     answer its first line at all is reported as one that does not serve, not as broken."""
-    from proxy import JudgeProxy
-
     judge = TargetConfig(name=JUDGE, kind="mock", rules=_JUDGE_RULES, default=_JUDGE_DEFAULT)
     pool = TargetPool(TargetsFile(targets=[judge]))
     spec = GraderSpec(
@@ -136,7 +138,7 @@ async def check_grader(
         mode="process",
     )
     out: list[CheckResult] = []
-    async with JudgeProxy(pool.get, pool.names) as proxy:
+    async with judge_proxy(pool) as proxy:
 
         async def started() -> JudgeProxy:
             return proxy
@@ -207,8 +209,6 @@ def _did_not_serve(result: GraderResult) -> bool:
 
 def write_golden_payloads(folder: Path | None = None) -> Path:
     """The golden stdin payloads as files, for running a grader by hand."""
-    from evalrun.launcher.payload import build_payload
-
     folder = folder or Path(tempfile.mkdtemp(prefix="evalrun-golden-"))
     spec = GraderSpec(name="grader-under-check", command=["x"], target={"max_calls": 20})
     for name, case_data, output in GOLDEN:

@@ -1,10 +1,11 @@
-"""Graders that need no process and no judge: contains, icontains, regex, equals, is-json,
-json-schema. They produce the same ``GraderResult`` a script grader would."""
+"""Graders that need no process and no judge (the ``check`` kinds of ``evalrun/spec/kinds.py``).
+They produce the same ``GraderResult`` a script grader would."""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from evalrun.results.models import GraderResult
@@ -37,39 +38,70 @@ def _values(spec: GraderSpec) -> list[str]:
     return [str(v) for v in spec.value] if isinstance(spec.value, list) else [str(spec.value)]
 
 
+Check = Callable[[GraderSpec, str], tuple[bool, str]]
+
+#: type -> its check: the ``check`` kinds of ``evalrun/spec/kinds.py`` (a test keeps them equal).
+CHECKS: dict[str, Check] = {}
+
+
+def deterministic_check(*types: str) -> Callable[[Check], Check]:
+    def register(check: Check) -> Check:
+        CHECKS.update(dict.fromkeys(types, check))
+        return check
+
+    return register
+
+
 def _check(spec: GraderSpec, output: str) -> tuple[bool, str]:
-    kind = spec.type
-    if kind in ("contains", "icontains"):
-        fold = (lambda s: s.casefold()) if kind == "icontains" else (lambda s: s)
-        missing = [v for v in _values(spec) if fold(v) not in fold(output)]
-        if missing:
-            return False, "output lacks " + ", ".join(repr(v) for v in missing)
-        return True, "output contains " + ", ".join(repr(v) for v in _values(spec))
-    if kind == "regex":
-        try:
-            found = re.search(str(spec.value), output)
-        except re.error as exc:
-            raise ValueError(f"invalid regex {spec.value!r}: {exc}") from None
-        return bool(found), f"regex {spec.value!r} {'matches' if found else 'does not match'}"
-    if kind == "equals":
-        same = output.strip() == str(spec.value).strip()
-        return same, "output equals the value" if same else "output differs from the value"
-    if kind == "is-json":
-        try:
-            json.loads(output)
-        except json.JSONDecodeError as exc:
-            return False, f"output is not JSON: {exc.msg} at line {exc.lineno}"
-        return True, "output is valid JSON"
-    if kind == "json-schema":
-        try:
-            document = json.loads(output)
-        except json.JSONDecodeError as exc:
-            return False, f"output is not JSON: {exc.msg}"
-        problems = validate_schema(document, spec.schema_ or {})
-        if problems:
-            return False, "; ".join(problems[:5])
-        return True, "output matches the schema"
-    raise ValueError(f"'{kind}' is not a deterministic grader")
+    check = CHECKS.get(spec.type)
+    if check is None:
+        raise ValueError(f"'{spec.type}' is not a deterministic grader")
+    return check(spec, output)
+
+
+@deterministic_check("contains", "icontains")
+def _contains(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    fold = (lambda s: s.casefold()) if spec.type == "icontains" else (lambda s: s)
+    missing = [v for v in _values(spec) if fold(v) not in fold(output)]
+    if missing:
+        return False, "output lacks " + ", ".join(repr(v) for v in missing)
+    return True, "output contains " + ", ".join(repr(v) for v in _values(spec))
+
+
+@deterministic_check("regex")
+def _regex(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    try:
+        found = re.search(str(spec.value), output)
+    except re.error as exc:
+        raise ValueError(f"invalid regex {spec.value!r}: {exc}") from None
+    return bool(found), f"regex {spec.value!r} {'matches' if found else 'does not match'}"
+
+
+@deterministic_check("equals")
+def _equals(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    same = output.strip() == str(spec.value).strip()
+    return same, "output equals the value" if same else "output differs from the value"
+
+
+@deterministic_check("is-json")
+def _is_json(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    try:
+        json.loads(output)
+    except json.JSONDecodeError as exc:
+        return False, f"output is not JSON: {exc.msg} at line {exc.lineno}"
+    return True, "output is valid JSON"
+
+
+@deterministic_check("json-schema")
+def _json_schema(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    try:
+        document = json.loads(output)
+    except json.JSONDecodeError as exc:
+        return False, f"output is not JSON: {exc.msg}"
+    problems = validate_schema(document, spec.schema_ or {})
+    if problems:
+        return False, "; ".join(problems[:5])
+    return True, "output matches the schema"
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

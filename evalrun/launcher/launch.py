@@ -19,17 +19,7 @@ from evalrun.launcher.protocol import interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
 from evalrun.results.models import GraderResult, ProxyUsage
-from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase
-
-#: ``type:`` sugar for the graders shipped in the ``graders`` package.
-BUILTIN_MODULES = {
-    "contextual-precision": "graders.contextual_precision",
-    "contextual-recall": "graders.contextual_recall",
-    "quality": "graders.quality",
-    "pattern": "graders.pattern",
-    "prompt-quality": "graders.prompt_quality",
-    "llm-rubric": "graders.llm_rubric",
-}
+from evalrun.spec.models import GraderSpec, TestCase
 
 
 @dataclass
@@ -51,18 +41,9 @@ class GraderRun:
 
 
 def grader_argv(spec: GraderSpec) -> list[str]:
-    if spec.type in BUILTIN_MODULES:
-        return [sys.executable, "-m", BUILTIN_MODULES[spec.type]]
-    return spec.argv
-
-
-def grader_mode(spec: GraderSpec) -> str:
-    """``serve`` or ``process``: the built-in graders serve unless told otherwise."""
-    return spec.mode or ("serve" if spec.type in BUILTIN_MODULES else "process")
-
-
-def needs_judge(spec: GraderSpec) -> bool:
-    return spec.access is not None or spec.type in BUILTIN_MODULES
+    """A built-in runs with evalrun's own interpreter; any other grader is its ``command``."""
+    module = spec.kind.module
+    return [sys.executable, "-m", module] if module else spec.argv
 
 
 async def run_grader(
@@ -72,12 +53,9 @@ async def run_grader(
     ctx: LaunchContext,
     attempt: int = 0,
 ) -> GraderRun:
-    if spec.type in DETERMINISTIC_TYPES:
+    if spec.kind.in_process:
         return GraderRun(run_deterministic(spec, output))
     access = spec.access
-    if access is None and spec.type in BUILTIN_MODULES:
-        spec = spec.model_copy(update={"target": True})
-        access = spec.access
     payload = build_payload(case, spec, output, attempt)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant: IssuedGrant | None = None
@@ -135,7 +113,7 @@ async def _launch(
     per_case = (
         proxy_variables(proxy.url, grant.token) if proxy is not None and grant is not None else {}
     )
-    if ctx.pools is not None and grader_mode(spec) == "serve":
+    if ctx.pools is not None and spec.run_mode == "serve":
         pool = ctx.pools.pool(
             argv,
             cwd,

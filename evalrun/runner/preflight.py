@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalrun.launcher.launch import needs_judge
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.suggest import closest, did_you_mean
@@ -127,7 +126,7 @@ def _check_targets(
         elif answerer is not None:
             uses.append(answerer)
     graders = survey.graders
-    if any(needs_judge(g) for _, g in graders):
+    if any(g.needs_judge for _, g in graders):
         if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
             uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
         else:
@@ -188,8 +187,8 @@ def _target_problem(
 def _check_graders(loaded: LoadedEval, survey: CaseSurvey, env: Mapping[str, str]) -> list[str]:
     problems = []
     for loc, grader in survey.graders:
-        if grader.type != "script":
-            continue  # deterministic checks run in-process; built-ins as `python -m graders.X`
+        if grader.kind.runs != "command":
+            continue  # only the eval file's own commands can be missing (docs/architecture.md)
         folder = loaded.folder / grader.cwd if grader.cwd else loaded.folder
         if grader.cwd and not folder.is_dir():
             problems.append(f"{loaded.where((*loc, 'cwd'))}: folder not found: {folder}")

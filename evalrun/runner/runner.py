@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun.judgecall import JudgeCall
-from evalrun.launcher.launch import LaunchContext, needs_judge, run_grader
+from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.bundle import BundleWriteError, BundleWriter, claim_folder
@@ -36,7 +36,7 @@ from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys, select_cases
 from evalrun.safetext import repaired_note
 from evalrun.spec.loader import LoadedEval
-from evalrun.spec.models import DETERMINISTIC_TYPES, GraderSpec, TestCase, as_messages
+from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import (
     CompletionRequest,
     ConfigError,
@@ -114,7 +114,7 @@ class EvalRun:
         )
         if problems:
             raise PreflightError(problems)
-        levels = {g.sandbox for _, g in survey.graders if g.type not in DETERMINISTIC_TYPES}
+        levels = {g.sandbox for _, g in survey.graders if not g.kind.in_process}
         self._private_dir: Path | None = None
         self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
@@ -138,7 +138,7 @@ class EvalRun:
         if self.target_name and any(case.output is None for case in self.cases):
             names.append(self.target_name)
         graders = [g for case in self.cases for g in self.graders_for(case)]
-        if self.judge_name and any(needs_judge(g) for g in graders):
+        if self.judge_name and any(g.needs_judge for g in graders):
             names.append(self.judge_name)
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]
         return list(dict.fromkeys(names))

@@ -6,15 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-DETERMINISTIC_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "json-schema")
-BUILTIN_SCRIPT_TYPES = (
-    "contextual-precision",
-    "contextual-recall",
-    "quality",
-    "pattern",
-    "prompt-quality",
-    "llm-rubric",
-)
+from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
 
 
 class ToolCall(BaseModel):
@@ -101,34 +93,44 @@ class GraderSpec(BaseModel):
     @field_validator("type")
     @classmethod
     def _known_type(cls, value: str) -> str:
-        normalized = value.replace("_", "-")
-        if normalized in ("code-grader", "code-judge", "script"):
-            return "script"
-        if normalized in DETERMINISTIC_TYPES or normalized in BUILTIN_SCRIPT_TYPES:
-            return normalized
-        known = ", ".join(("script", *DETERMINISTIC_TYPES, *BUILTIN_SCRIPT_TYPES))
-        raise ValueError(f"unknown grader type '{value}' (known: {known})")
+        return normalize_type(value)
 
     @model_validator(mode="after")
     def _check_required(self) -> GraderSpec:
-        if self.type == "script" and not self.command:
-            raise ValueError("a script grader needs 'command' (an argv list)")
-        if self.type in ("contains", "icontains", "regex", "equals") and self.value is None:
-            raise ValueError(f"a '{self.type}' grader needs 'value'")
-        if self.type == "json-schema" and self.schema_ is None:
-            raise ValueError("a 'json-schema' grader needs 'schema'")
+        given = {"command": self.command, "value": self.value, "schema": self.schema_}
+        for key in self.kind.requires:
+            if key == "command" and not given[key]:
+                raise ValueError("a script grader needs 'command' (an argv list)")
+            if given[key] is None:
+                raise ValueError(f"a '{self.type}' grader needs '{key}'")
         if self.name is None:
-            self.name = self.type if self.type != "script" else _command_name(self.command)
+            self.name = self.type if self.kind.runs != "command" else _command_name(self.command)
         return self
 
     @property
+    def kind(self) -> GraderKind:
+        """How this grader runs (docs/architecture.md, "Adding a grader kind")."""
+        return KINDS[self.type]
+
+    @property
     def access(self) -> TargetAccess | None:
-        """The proxy access this grader asked for, or None."""
-        if self.target is True:
-            return TargetAccess()
+        """The proxy access this grader gets, or None: what it asked for, and ``target: true``
+        for the built-in graders that set none."""
         if isinstance(self.target, TargetAccess):
             return self.target
+        if self.target is True or self.kind.always_judged:
+            return TargetAccess()
         return None
+
+    @property
+    def needs_judge(self) -> bool:
+        """The run must have a judge target for this grader."""
+        return self.access is not None
+
+    @property
+    def run_mode(self) -> Literal["process", "serve"]:
+        """``mode:``, else the kind's default."""
+        return self.mode or self.kind.default_mode
 
     @property
     def argv(self) -> list[str]:

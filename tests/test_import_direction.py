@@ -9,8 +9,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("evalrun", "proxy", "grader_sdk", "graders")
 
-#: The shared helpers any part of evalrun may use.
-SHARED = {"evalrun.safetext", "evalrun.suggest", "evalrun.yamlsource", "evalrun.compact"}
+#: The shared helpers and records any part of evalrun may use (each imports nothing of ours
+#: beyond this set).
+SHARED = {
+    "evalrun.safetext",
+    "evalrun.suggest",
+    "evalrun.yamlsource",
+    "evalrun.compact",
+    "evalrun.judgecall",
+}
 
 #: part -> the other parts it may import. ``commands`` and the CLI sit on top and may import
 #: anything; everything else is listed, so a new dependency is a deliberate edit here.
@@ -29,6 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.reporters": SHARED | {"evalrun.results"},
     "evalrun.calibration": SHARED | {"evalrun.results"},
     "evalrun.rubric": SHARED,
+    **{helper: SHARED for helper in SHARED},
+    "evalrun.judgecall": set(),  # the judge-call record: the proxy's and the reports' own
 }
 
 

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from evalrun.judgecall import JudgeCall
+
 
 @runtime_checkable
 class IssuedGrant(Protocol):
@@ -19,7 +21,7 @@ class IssuedGrant(Protocol):
     def token(self) -> str: ...
 
     @property
-    def records(self) -> list[dict[str, Any]]: ...
+    def records(self) -> list[JudgeCall]: ...
 
     def usage(self) -> dict[str, Any]:
         """Keyword arguments for ``evalrun.results.models.ProxyUsage``."""

@@ -1,105 +1,142 @@
-"""Data flows one way (docs/architecture.md): each part of the code imports only the parts it
-is allowed to. Read from the source with ``ast``, lazy imports inside functions included."""
+"""Imports follow the flow in docs/architecture.md ("Who may import whom").
+
+Read from the source with ``ast``, so imports inside functions (the usual way round a rule)
+count too. A stage knows the stages it hands work to and the formats it reads or writes; it never
+knows who called it. The launcher sees the proxy only through ``launcher.GrantIssuer``.
+"""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evalrun", "proxy", "grader_sdk", "graders")
 
-#: The shared helpers and records any part of evalrun may use (each imports nothing of ours
-#: beyond this set).
-SHARED = {
-    "evalrun.safetext",
-    "evalrun.suggest",
-    "evalrun.yamlsource",
-    "evalrun.compact",
-    "evalrun.judgecall",
-}
+#: Foundations: small modules with no knowledge of any stage.
+BASE = {"evalrun.safetext", "evalrun.suggest", "evalrun.compact", "evalrun.yamlsource"}
+#: The judge-call record: made by the proxy, carried by launcher and runner, read by reports.
+RECORDS = {"evalrun.judgecall"}
+#: Formats every stage may read or write: the eval file and the results bundle.
+FORMATS = {"evalrun.spec", "evalrun.results"}
 
-#: part -> the other parts it may import. ``commands`` and the CLI sit on top and may import
-#: anything; everything else is listed, so a new dependency is a deliberate edit here.
+#: What each unit may import of ours (besides itself). Keep equal to docs/architecture.md.
 ALLOWED: dict[str, set[str]] = {
-    "grader_sdk": set(),  # what grader processes import: nothing of ours
+    "grader_sdk": set(),
     "graders": {"grader_sdk"},
-    "evalrun.targets": SHARED,
-    "proxy": SHARED | {"evalrun.targets"},
-    "evalrun.results": SHARED,
-    "evalrun.spec": SHARED | {"evalrun.targets"},  # the targets.yaml schema
-    # the launcher sees the proxy only as a GrantIssuer (evalrun/launcher/issuer.py)
-    "evalrun.launcher": SHARED | {"evalrun.spec", "evalrun.results"},
-    "evalrun.runner": SHARED
-    | {"evalrun.spec", "evalrun.launcher", "evalrun.targets", "proxy", "evalrun.results"}
-    | {"evalrun.rubric"},
-    "evalrun.reporters": SHARED | {"evalrun.results"},
-    "evalrun.calibration": SHARED | {"evalrun.results"},
-    "evalrun.rubric": SHARED,
-    **{helper: SHARED for helper in SHARED},
-    "evalrun.judgecall": set(),  # the judge-call record: the proxy's and the reports' own
+    "evalrun": set(),
+    "evalrun.safetext": set(),
+    "evalrun.suggest": set(),
+    "evalrun.compact": set(),
+    "evalrun.hardening": set(),
+    "evalrun.judgecall": set(),
+    "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},
+    "evalrun.rubric": BASE,
+    "evalrun.spec": BASE,
+    "evalrun.results": BASE | RECORDS,
+    "evalrun.targets": BASE,
+    "proxy": BASE | RECORDS | {"evalrun.targets"},
+    "evalrun.launcher": BASE | RECORDS | FORMATS,
+    "evalrun.runner": BASE
+    | RECORDS
+    | FORMATS
+    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets"},
+    "evalrun.calibration": BASE | RECORDS | FORMATS,
+    "evalrun.reporters": BASE | RECORDS | FORMATS,
 }
+#: The command line wires everything, and no stage imports it.
+TOP = {"evalrun.commands", "evalrun.cli", "evalrun.__main__"}
 
 
-def _part(module: str) -> str:
+def unit_of(module: str) -> str:
+    """The unit a dotted module belongs to: ``evalrun.<folder or module>`` or a top package."""
     parts = module.split(".")
     return ".".join(parts[:2]) if parts[0] == "evalrun" and len(parts) > 1 else parts[0]
 
 
-def _module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, root: Path) -> set[str]:
-    """Every module of ours that the file imports, at any depth of the code."""
-    name = _module_name(path, root)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+def imported_modules(module: str, is_package: bool, source: str) -> list[tuple[int, str]]:
+    """Every module of ours that ``source`` imports, with its line; relative imports resolved."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
+            names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the file's package
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                found.add(".".join([*base, node.module] if node.module else base))
-            elif node.module:
-                found.add(node.module)
-    return {m for m in found if m.split(".")[0] in PACKAGES}
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                names = [".".join(base + ([node.module] if node.module else []))]
+            else:
+                names = [node.module or ""]
+        else:
+            continue
+        found += [(node.lineno, name) for name in names if name.split(".")[0] in PACKAGES]
+    return found
 
 
-def _violations(root: Path = ROOT) -> list[str]:
+def tree() -> list[tuple[str, str, bool, str]]:
+    """(shown path, module, is a package, source) for every module of ours."""
+    paths = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
+    return [
+        (str(p.relative_to(ROOT)), module_name(p), p.name == "__init__.py", p.read_text())
+        for p in paths
+    ]
+
+
+def violations(modules: list[tuple[str, str, bool, str]]) -> list[str]:
     problems = []
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            own = _part(_module_name(path, root))
-            allowed = ALLOWED.get(own)
-            if allowed is None:
-                continue  # commands, the CLI: the top
-            for module in sorted(_imports(path, root)):
-                if _part(module) not in allowed | {own}:
-                    problems.append(f"{path.relative_to(root).as_posix()} imports {module}")
+    for shown, module, is_package, source in modules:
+        unit = unit_of(module)
+        allowed = ALLOWED.get(unit)
+        for line, name in imported_modules(module, is_package, source):
+            target = unit_of(name)
+            if target == unit or unit in TOP:
+                continue
+            if target in TOP:
+                problems.append(f"{shown}:{line}: {unit} imports the command line ({name})")
+            elif allowed is None:
+                problems.append(f"{shown}: {unit} is not in the table")
+            elif target not in allowed:
+                problems.append(f"{shown}:{line}: {unit} imports {name}")
     return problems
 
 
-def test_every_part_imports_only_what_it_may() -> None:
-    assert _violations() == []
+def test_every_import_follows_the_flow() -> None:
+    assert violations(tree()) == []
 
 
-def test_the_check_sees_lazy_and_relative_imports(tmp_path: Path) -> None:
-    """The rule can fail: a launcher module importing the proxy inside a function, and a
-    grader_sdk module reaching evalrun, are both caught."""
-    launcher = tmp_path / "evalrun" / "launcher"
-    sdk = tmp_path / "grader_sdk"
-    launcher.mkdir(parents=True)
-    sdk.mkdir()
-    (launcher / "bad.py").write_text("def f():\n    from proxy import JudgeProxy\n")
-    (launcher / "fine.py").write_text("from . import issuer\nfrom evalrun.spec import models\n")
-    (sdk / "bad.py").write_text("import evalrun.results.models\n")
-    (launcher / "relative.py").write_text("from ..runner import judging\n")
-    assert _violations(tmp_path) == [
-        "evalrun/launcher/bad.py imports proxy",
-        "evalrun/launcher/relative.py imports evalrun.runner",
-        "grader_sdk/bad.py imports evalrun.results.models",
-    ]
+def test_every_unit_is_in_the_table() -> None:
+    units = {unit_of(module) for _, module, _, _ in tree()}
+    assert units - TOP <= set(ALLOWED), sorted(units - TOP - set(ALLOWED))
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("evalrun.launcher.x", "from proxy import JudgeProxy\n", "evalrun.launcher imports proxy"),
+        ("evalrun.launcher.x", "import evalrun.targets.base\n", "imports evalrun.targets.base"),
+        ("grader_sdk.x", "from evalrun.results import models\n", "grader_sdk imports evalrun"),
+        ("evalrun.targets.x", "from proxy.grants import Grant\n", "evalrun.targets imports proxy"),
+        ("evalrun.results.x", "from ..reporters import html\n", "imports evalrun.reporters"),
+        (
+            "evalrun.spec.x",
+            "def f():\n    from evalrun.runner import run\n",
+            "imports evalrun.runner",
+        ),
+        ("evalrun.reporters.x", "from evalrun.commands import run\n", "imports the command line"),
+        ("evalrun.spec.x", "from evalrun.targets import TargetsFile\n", "imports evalrun.targets"),
+        ("proxy.x", "from evalrun.results.models import CaseResult\n", "proxy imports evalrun"),
+        ("evalrun.launcher.x", "from ..runner import judging\n", "imports evalrun.runner"),
+        ("evalrun.newpart.x", "from evalrun.spec import models\n", "not in the table"),
+    ],
+)
+def test_the_check_catches_a_wrong_import(module: str, source: str, expected: str) -> None:
+    """The rule can fail: a planted import is reported, with its line."""
+    problems = violations([("planted.py", module, False, source)])
+    assert len(problems) == 1 and expected in problems[0], problems

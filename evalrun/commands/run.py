@@ -9,6 +9,7 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -24,9 +25,15 @@ from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
 from evalrun.spec.loader import EvalFileError, load_eval
-from evalrun.spec.schema import eval_json_schema, targets_json_schema
+from evalrun.spec.schema import TARGETS_SCHEMA_ID, eval_json_schema, published
 from evalrun.suggest import closest
-from evalrun.targets import ConfigError, StoreOptions, load_targets, locate_targets_file
+from evalrun.targets import (
+    ConfigError,
+    StoreOptions,
+    TargetsFile,
+    load_targets,
+    locate_targets_file,
+)
 from evalrun.yamlsource import SourceError
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
@@ -399,6 +406,15 @@ def schema(
     """Print the JSON Schema of eval files (for editor validation; docs/eval-files.md)."""
     json.dump(targets_json_schema() if targets else eval_json_schema(), sys.stdout, indent=2)
     print()
+
+
+def targets_json_schema() -> dict[str, Any]:
+    return published(
+        TargetsFile.model_json_schema(by_alias=True),
+        TARGETS_SCHEMA_ID,
+        "evalrun targets.yaml",
+        "Named targets (providers) an eval file and --target refer to (docs/targets.md).",
+    )
 
 
 def register(app: typer.Typer) -> None:

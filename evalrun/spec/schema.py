@@ -1,6 +1,7 @@
 """The published JSON Schemas (``evalrun schema``, ``evalrun schema --targets``) for editors.
 
-The eval-file schema is the models' own schema widened by the spellings the loader maps before
+The targets.yaml schema is built where both formats are known (``commands/run.py``), so the
+spec does not import the targets stage. The eval-file schema is the models' own schema widened by the spellings the loader maps before
 validation (AgentV 4.x and AgentV's current format, docs/eval-files.md), so an editor accepts
 every file ``evalrun validate`` accepts. It may accept a little more; ``validate`` has the last
 word. Committed copies live in docs/schemas/ (a test keeps them equal to these).
@@ -12,7 +13,6 @@ import copy
 from typing import Any
 
 from evalrun.spec.models import EvalFile
-from evalrun.targets.config import TargetsFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 EVAL_SCHEMA_ID = "eval.schema.json"
@@ -93,7 +93,7 @@ def eval_json_schema() -> dict[str, Any]:
     props["graders"]["items"] = _ASSERTIONS["items"]
     schema.pop("required", None)
     schema["anyOf"] = [{"required": [key]} for key in ("tests", "eval_cases", "evalcases")]
-    return _published(
+    return published(
         schema,
         EVAL_SCHEMA_ID,
         "evalrun eval file",
@@ -142,17 +142,7 @@ def _widen_grader(grader: dict[str, Any]) -> None:
     grader["properties"]["value"] = {}
 
 
-def targets_json_schema() -> dict[str, Any]:
-    schema = TargetsFile.model_json_schema(by_alias=True)
-    return _published(
-        schema,
-        TARGETS_SCHEMA_ID,
-        "evalrun targets.yaml",
-        "Named targets (providers) an eval file and --target refer to (docs/targets.md).",
-    )
-
-
-def _published(schema: dict[str, Any], schema_id: str, title: str, what: str) -> dict[str, Any]:
+def published(schema: dict[str, Any], schema_id: str, title: str, what: str) -> dict[str, Any]:
     out: dict[str, Any] = {"$schema": DRAFT, "$id": schema_id}
     out.update(schema)
     out.update(title=title, description=what)

@@ -248,7 +248,9 @@ def test_cancellation_kills_the_process_group(tmp_path):
     pidfile = tmp_path / "pid"
     script = tmp_path / "hang.py"
     script.write_text(
-        f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+        # written then renamed, so the test never reads a half-written file
+        f"import os, time\nopen({str(pidfile)!r} + '.new', 'w').write(str(os.getpid()))\n"
+        f"os.rename({str(pidfile)!r} + '.new', {str(pidfile)!r})\ntime.sleep(60)\n"
     )
 
     async def scenario() -> None:

@@ -37,7 +37,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.spec": BASE,
     "evalrun.results": BASE | RECORDS,
     "evalrun.targets": BASE,
-    "proxy": BASE | RECORDS | {"evalrun.targets"},
+    "proxy": BASE | RECORDS | {"evalrun.targets"},  # not results/: a later stage
     "evalrun.launcher": BASE | RECORDS | FORMATS,
     "evalrun.runner": BASE
     | RECORDS

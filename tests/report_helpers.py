@@ -10,7 +10,7 @@ from typing import Any
 
 from evalrun.results.models import CaseResult, GraderResult, ProxyUsage
 from evalrun.results.scoring import case_score, case_status
-from evalrun.results.summary import summarize
+from evalrun.results.summary import RunMeta, summarize
 
 NASTY = '<script>alert("x")</script> | *bold* `code` 100% done\r\nline two & <b>'
 
@@ -187,6 +187,6 @@ def write_bundle(
             "threshold": None,
             "exit_code": 1,
         }
-        data = summarize(cases, {**base, **(meta or {})})
+        data = summarize(cases, RunMeta.from_dict({**base, **(meta or {})}))
         (directory / "summary.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
     return directory

@@ -9,7 +9,13 @@ import pytest
 from report_helpers import case, grader, mixed_cases
 
 from evalrun.results import stats
-from evalrun.results.summary import compute_stats, latest_results, repeat_stats, summarize
+from evalrun.results.summary import (
+    RunMeta,
+    compute_stats,
+    latest_results,
+    repeat_stats,
+    summarize,
+)
 
 
 def test_pass_at_k_matches_the_combinatorial_definition() -> None:
@@ -73,7 +79,7 @@ def test_bootstrap_is_deterministic_for_a_seed() -> None:
 
 def test_summarize_counts_means_and_graders() -> None:
     cases = mixed_cases()
-    summary = summarize(cases, {"eval": "demo", "target": "mock", "shard": "1/2"})
+    summary = summarize(cases, RunMeta(eval="demo", target="mock", shard="1/2"))
     assert summary["eval"] == "demo" and summary["shard"] == "1/2"
     assert summary["counts"] == {"passed": 2, "failed": 2, "error": 2, "unscored": 1, "total": 7}
     scores = [c.score for c in cases if c.score is not None]

@@ -25,8 +25,8 @@ from evalrun.results.summary import (
     DEFAULT_UNSTABLE_BOUND,
     GraderStats,
     RepeatStats,
+    RunMeta,
     RunStats,
-    summary_dict,
 )
 
 #: How long a one-line reason may be (a table cell, a CI failure message).
@@ -92,8 +92,8 @@ class BundleView:
     run_dir: Path
     #: Statistics (numbers only); the results themselves are read back with :attr:`cases`.
     stats: RunStats
-    summary: dict[str, Any]
-    file_summary: dict[str, Any] = field(default_factory=dict)
+    #: What summary.json says of the run (the repeat count from the results when it says none).
+    meta: RunMeta = field(default_factory=RunMeta)
     index: CaseIndex = field(default_factory=CaseIndex)
     calls: JudgeCalls = field(default_factory=JudgeCalls)
 
@@ -128,7 +128,7 @@ class BundleView:
 
     @property
     def title(self) -> str:
-        return str(self.summary.get("eval") or self.run_dir.resolve().name)
+        return self.meta.eval or self.run_dir.resolve().name
 
     @property
     def failure_count(self) -> int:
@@ -181,16 +181,16 @@ def load_bundle(
         raise BundleNotFound(
             f"{run_dir}: not a run bundle (no {bundle.RESULTS} or {bundle.SUMMARY})"
         )
-    file_summary = reader.read_summary(run_dir)
+    meta = reader.read_meta(run_dir)
     if scan is None:
-        repeats = isinstance(file_summary.get("repeat"), int) and file_summary["repeat"] > 1
-        scan = scan_results(run_dir, by_case=repeats)
+        scan = scan_results(run_dir, by_case=(meta.repeat or 1) > 1)
     run = scan.stats.build(unstable_bound=unstable_bound)
+    if meta.repeat is None:
+        meta.repeat = run.max_repeat + 1
     return BundleView(
         run_dir=run_dir,
         stats=run,
-        summary=summary_dict(run, file_summary),
-        file_summary=file_summary,
+        meta=meta,
         index=scan.index,
         calls=_scan_judge_calls(run_dir),
     )

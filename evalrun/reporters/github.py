@@ -36,8 +36,8 @@ def escape_property(text: str) -> str:
 def tests_file_in(view: BundleView, workspace: Path) -> str | None:
     """The file the cases are defined in, relative to ``workspace`` (as GitHub wants it for
     ``file=``), or None when the bundle does not say or the file is outside the workspace."""
-    s = view.summary
-    recorded = s.get("tests_file") or s.get("eval_file")
+    s = view.meta
+    recorded = s.tests_file or s.eval_file
     if not recorded:
         return None
     path = Path(recorded)

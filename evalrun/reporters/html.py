@@ -95,10 +95,10 @@ def _td_num(value: float | None, text: str | None = None, cls: str = "") -> str:
 def _verdict(view: BundleView) -> tuple[str, str]:
     """(css class, sentence) answering "did it pass?" from the exit code, else the counts."""
     counts = view.stats.counts
-    code = view.summary.get("exit_code")
+    code = view.meta.exit_code
     problems = [f"{counts[s]} {s}" for s in ("error", "failed", "unscored") if counts.get(s)]
     of = f"{counts['total']} result(s)"
-    if view.summary.get("interrupted"):
+    if view.meta.interrupted:
         return "error", f"Interrupted: {', '.join(problems) or 'no problems'} of {of}"
     if code == 0 or (code is None and not problems):
         return "passed", f"Passed: {counts['passed']} of {of} passed"
@@ -108,10 +108,10 @@ def _verdict(view: BundleView) -> tuple[str, str]:
 
 
 def _header(view: BundleView) -> str:
-    s = view.summary
-    desc = f'<p class="desc">{e(s["description"])}</p>' if s.get("description") else ""
+    s = view.meta
+    desc = f'<p class="desc">{e(s.description)}</p>' if s.description else ""
     kind, sentence = _verdict(view)
-    code = s.get("exit_code")
+    code = s.exit_code
     exit_text = "" if code is None else f" · exit {e(code)}"
     return (
         f"<header><h1>{e(view.title)}</h1>{desc}"
@@ -120,20 +120,20 @@ def _header(view: BundleView) -> str:
 
 
 def _run_section(view: BundleView) -> str:
-    s = view.summary
-    state = "complete" if s.get("complete") else "incomplete"
-    if s.get("interrupted"):
+    s = view.meta
+    state = "complete" if s.complete else "incomplete"
+    if s.interrupted:
         state += " (interrupted)"
     items = [
-        ("Target", s.get("target")),
-        ("Judge", s.get("judge")),
-        ("Started", s.get("started_at")),
-        ("Finished", s.get("finished_at")),
-        ("Duration", fmt.seconds(s.get("duration_s"))),
-        ("Run", state if s.get("complete") is not None else None),
-        ("Threshold", s.get("threshold")),
-        ("Exit code", s.get("exit_code")),
-        ("Repeats", s.get("repeat") if (s.get("repeat") or 1) > 1 else None),
+        ("Target", s.target),
+        ("Judge", s.judge),
+        ("Started", s.started_at),
+        ("Finished", s.finished_at),
+        ("Duration", fmt.seconds(s.duration_s)),
+        ("Run", state if s.complete is not None else None),
+        ("Threshold", s.threshold),
+        ("Exit code", s.exit_code),
+        ("Repeats", s.repeat if (s.repeat or 1) > 1 else None),
         ("Bundle", view.run_dir.resolve().name),
     ]
     meta = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items if v is not None)

@@ -16,11 +16,10 @@ _INDENT = "    "
 
 def _head(view: BundleView) -> dict[str, Any]:
     """Everything but the failures, which are written one by one after it."""
-    s = view.summary
     run = view.stats
     return {
         "format": FORMAT,
-        "run": {key: s.get(key) for key in RUN_KEYS},
+        "run": {key: getattr(view.meta, key) for key in RUN_KEYS},
         **run.to_dict(),
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
         "judge_calls": view.judge_stats,

@@ -116,8 +116,8 @@ def _testcase(view: BundleView, case: CaseResult, classname: str) -> str:
 def _skeleton(view: BundleView) -> ET.Element:
     """The document with a placeholder where the test cases go."""
     counts = view.stats.counts
-    total_time = view.summary.get("duration_s")
-    if not isinstance(total_time, (int, float)):
+    total_time = view.meta.duration_s
+    if total_time is None:
         total_time = sum(case_duration_s(c) or 0.0 for c in view.cases)
     suite_attrs = {
         "name": _clean(view.title),
@@ -126,7 +126,7 @@ def _skeleton(view: BundleView) -> ET.Element:
         "errors": str(counts["error"]),
         "skipped": str(counts["unscored"]),
         "time": _time(total_time),
-        "timestamp": _timestamp(view.summary.get("started_at")),
+        "timestamp": _timestamp(view.meta.started_at),
         "hostname": _clean(socket.gethostname() or "localhost"),
     }
     root = ET.Element(
@@ -135,10 +135,19 @@ def _skeleton(view: BundleView) -> ET.Element:
     )
     suite = ET.SubElement(root, "testsuite", {"id": "0", "package": "evalrun", **suite_attrs})
     props = ET.SubElement(suite, "properties")
-    s = view.summary
-    for key in ("target", "judge", "mean_score", "pass_rate", "repeat", "threshold", "exit_code"):
-        if s.get(key) is not None:
-            ET.SubElement(props, "property", {"name": key, "value": _clean(s[key])})
+    meta, run = view.meta, view.stats
+    properties = {
+        "target": meta.target,
+        "judge": meta.judge,
+        "mean_score": run.mean_score,
+        "pass_rate": run.pass_rate,
+        "repeat": meta.repeat,
+        "threshold": meta.threshold,
+        "exit_code": meta.exit_code,
+    }
+    for key, value in properties.items():
+        if value is not None:
+            ET.SubElement(props, "property", {"name": key, "value": _clean(value)})
     ET.SubElement(suite, _CASES)
     ET.SubElement(suite, "system-out").text = ""
     ET.SubElement(suite, "system-err").text = ""

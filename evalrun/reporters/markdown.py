@@ -57,24 +57,24 @@ def _table(header: list[str], rows: list[list[str]], align: str = "") -> list[st
 
 
 def _run_lines(view: BundleView) -> list[str]:
-    s = view.summary
+    s = view.meta
     lines = [f"# Eval report: {text(view.title)}", ""]
-    if s.get("description"):
-        lines += [text(s["description"]), ""]
-    state = "complete" if s.get("complete") else "incomplete"
-    if s.get("interrupted"):
+    if s.description:
+        lines += [text(s.description), ""]
+    state = "complete" if s.complete else "incomplete"
+    if s.interrupted:
         state += " (interrupted)"
     rows = [
-        ["Target", cell(s.get("target") or "–")],
-        ["Judge", cell(s.get("judge") or "–")],
-        ["Started", cell(s.get("started_at") or "–")],
-        ["Duration", fmt.seconds(s.get("duration_s"))],
-        ["State", state if s.get("complete") is not None else "–"],
-        ["Threshold", cell(s.get("threshold") if s.get("threshold") is not None else "–")],
-        ["Exit code", cell(s.get("exit_code") if s.get("exit_code") is not None else "–")],
+        ["Target", cell(s.target or "–")],
+        ["Judge", cell(s.judge or "–")],
+        ["Started", cell(s.started_at or "–")],
+        ["Duration", fmt.seconds(s.duration_s)],
+        ["State", state if s.complete is not None else "–"],
+        ["Threshold", cell(s.threshold if s.threshold is not None else "–")],
+        ["Exit code", cell(s.exit_code if s.exit_code is not None else "–")],
     ]
-    if (s.get("repeat") or 1) > 1:
-        rows.append(["Repeats", str(s["repeat"])])
+    if (s.repeat or 1) > 1:
+        rows.append(["Repeats", str(s.repeat)])
     return lines + _table(["Run", ""], rows)
 
 

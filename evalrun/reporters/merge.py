@@ -18,7 +18,7 @@ from evalrun.reporters import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
 from evalrun.results.models import CaseResult
-from evalrun.results.summary import latest_results, summarize
+from evalrun.results.summary import RunMeta, latest_results, summarize
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 #: Exit codes that a merge keeps from any shard, most severe first (docs/results.md).
@@ -33,7 +33,7 @@ class MergeError(ValueError):
 class Shard:
     path: Path
     cases: list[CaseResult]
-    summary: dict[str, Any]
+    meta: RunMeta
     calls: list[JudgeCall]
 
 
@@ -51,7 +51,7 @@ def _load(path: Path) -> Shard:
     return Shard(
         path=path,
         cases=latest_results(reader.iter_results(path)),
-        summary=reader.read_summary(path),
+        meta=reader.read_meta(path),
         calls=reader.read_judge_calls(path),
     )
 
@@ -76,8 +76,8 @@ def _first(values: Iterable[Any]) -> Any:
     return next((v for v in values if v is not None), None)
 
 
-def _coverage_warnings(summaries: list[dict[str, Any]]) -> list[str]:
-    shards = [_parse_shard(s.get("shard")) for s in summaries]
+def _coverage_warnings(metas: list[RunMeta]) -> list[str]:
+    shards = [_parse_shard(m.shard) for m in metas]
     known = [s for s in shards if s is not None]
     if not known:
         return []
@@ -89,67 +89,57 @@ def _coverage_warnings(summaries: list[dict[str, Any]]) -> list[str]:
     return [f"shard(s) {', '.join(f'{i}/{total}' for i in missing)} missing"] if missing else []
 
 
-def merged_meta(summaries: list[dict[str, Any]], warnings: list[str]) -> dict[str, Any]:
+def merged_meta(metas: list[RunMeta], warnings: list[str]) -> RunMeta:
     """Run metadata of the joined run: first known names, widest time span, worst state."""
-    meta: dict[str, Any] = {
-        key: _first(s.get(key) for s in summaries)
-        for key in (
-            "eval",
-            "eval_file",
-            "tests_file",
-            "description",
-            "target",
-            "judge",
-            "threshold",
-            "max_errors",
-        )
-    }
-    starts = [m for s in summaries if (m := _moment(s.get("started_at")))]
-    ends = [m for s in summaries if (m := _moment(s.get("finished_at")))]
+    meta = RunMeta(
+        eval=_first(m.eval for m in metas),
+        eval_file=_first(m.eval_file for m in metas),
+        tests_file=_first(m.tests_file for m in metas),
+        description=_first(m.description for m in metas),
+        target=_first(m.target for m in metas),
+        judge=_first(m.judge for m in metas),
+        threshold=_first(m.threshold for m in metas),
+        max_errors=_first(m.max_errors for m in metas),
+    )
+    starts = [t for m in metas if (t := _moment(m.started_at))]
+    ends = [t for m in metas if (t := _moment(m.finished_at))]
     try:
-        meta["started_at"] = min(starts).isoformat() if starts else None
-        meta["finished_at"] = max(ends).isoformat() if ends else None
+        meta.started_at = min(starts).isoformat() if starts else None
+        meta.finished_at = max(ends).isoformat() if ends else None
         span = (max(ends) - min(starts)).total_seconds() if starts and ends else None
     except TypeError:  # naive and aware timestamps mixed
-        meta["started_at"] = _first(s.get("started_at") for s in summaries)
-        meta["finished_at"] = _first(s.get("finished_at") for s in reversed(summaries))
+        meta.started_at = _first(m.started_at for m in metas)
+        meta.finished_at = _first(m.finished_at for m in reversed(metas))
         span = None
-    durations = [
-        s["duration_s"] for s in summaries if isinstance(s.get("duration_s"), (int, float))
-    ]
-    meta["duration_s"] = span if span is not None else (max(durations) if durations else None)
-    meta["interrupted"] = any(bool(s.get("interrupted")) for s in summaries)
-    meta["complete"] = (
-        all(s.get("complete") is True for s in summaries)
-        and not meta["interrupted"]
-        and not warnings
-    )
-    repeats = [s["repeat"] for s in summaries if isinstance(s.get("repeat"), int)]
-    meta["repeat"] = max(repeats) if repeats else None
-    meta["merged_from"] = [
-        {"shard": s.get("shard"), "exit_code": s.get("exit_code"), "complete": s.get("complete")}
-        for s in summaries
+    durations = [m.duration_s for m in metas if m.duration_s is not None]
+    meta.duration_s = span if span is not None else (max(durations) if durations else None)
+    meta.interrupted = any(bool(m.interrupted) for m in metas)
+    meta.complete = all(m.complete is True for m in metas) and not meta.interrupted and not warnings
+    repeats = [m.repeat for m in metas if m.repeat is not None]
+    meta.repeat = max(repeats) if repeats else None
+    meta.extra["merged_from"] = [
+        {"shard": m.shard, "exit_code": m.exit_code, "complete": m.complete} for m in metas
     ]
     return meta
 
 
-def merged_exit_code(summaries: list[dict[str, Any]], summary: dict[str, Any]) -> int | None:
+def merged_exit_code(metas: list[RunMeta], summary: dict[str, Any]) -> int | None:
     """The gates re-judged on the merged results, as the runner judges them: a failed case or a
     mean below ``threshold`` -> 1; errors and unscored beyond ``max_errors`` -> 3 (when the
     shards recorded ``max_errors``; otherwise a shard's 3 sticks). 130 and 2 always stick."""
-    codes = [s.get("exit_code") for s in summaries]
+    codes = [m.exit_code for m in metas]
     counts = summary["counts"]
     if summary.get("interrupted"):
         return 130
-    max_errors = _first(s.get("max_errors") for s in summaries)
-    sticky = _STICKY_EXIT if not isinstance(max_errors, int) else (130, 2)
+    max_errors = _first(m.max_errors for m in metas)
+    sticky = _STICKY_EXIT if max_errors is None else (130, 2)
     for code in sticky:
         if code in codes:
             return code
-    if isinstance(max_errors, int) and counts["error"] + counts["unscored"] > max_errors:
+    if max_errors is not None and counts["error"] + counts["unscored"] > max_errors:
         return 3
     threshold, mean = summary.get("threshold"), summary.get("mean_score")
-    below = isinstance(threshold, (int, float)) and (mean is None or mean < threshold)
+    below = threshold is not None and (mean is None or mean < threshold)
     return 1 if counts["failed"] or below else 0
 
 
@@ -171,7 +161,7 @@ def merge_bundles(
         raise MergeError(f"{out_dir} already holds a bundle (use --force to overwrite)")
     shards = [_load(p) for p in paths]
 
-    evals = {s.summary.get("eval") for s in shards} - {None}
+    evals = {s.meta.eval for s in shards} - {None}
     if len(evals) > 1:
         raise MergeError(f"shards come from different evals: {sorted(map(str, evals))}")
     owner: dict[tuple[str, int], Path] = {}
@@ -187,11 +177,11 @@ def merge_bundles(
     if overlaps:
         raise MergeError("shards overlap: " + "; ".join(overlaps[:5]))
 
-    summaries = [s.summary for s in shards]
-    warnings = _coverage_warnings(summaries)
+    metas = [s.meta for s in shards]
+    warnings = _coverage_warnings(metas)
     cases = latest_results(c for s in shards for c in s.cases)
-    summary = summarize(cases, merged_meta(summaries, warnings))
-    summary["exit_code"] = merged_exit_code(summaries, summary)
+    summary = summarize(cases, merged_meta(metas, warnings))
+    summary["exit_code"] = merged_exit_code(metas, summary)
     if warnings:
         summary["warnings"] = warnings
 

@@ -15,6 +15,7 @@ from pydantic_core import from_json
 from evalrun.judgecall import JudgeCall
 from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
 from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.summary import RunMeta
 
 T = TypeVar("T")
 
@@ -163,9 +164,11 @@ def judge_calls_at(directory: Path, offsets: Iterable[int]) -> list[JudgeCall]:
     return list(_at(directory / JUDGE_CALLS, offsets, JudgeCall.from_dict))
 
 
-def read_summary(directory: Path) -> dict[str, Any]:
-    """``summary.json``, or an empty summary when there is none (a run that crashed)."""
+def read_meta(directory: Path) -> RunMeta:
+    """The run metadata of ``summary.json``; all unknown when there is none (a run that
+    crashed)."""
     path = directory / SUMMARY
     if not path.is_file():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+        return RunMeta()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return RunMeta.from_dict(data if isinstance(data, dict) else {})

@@ -3,7 +3,8 @@
 The runner feeds each result to a :class:`StatsBuilder` as it finishes and writes
 ``summary.json`` with :func:`summary_dict`; the reporters build the same from ``results.jsonl``;
 ``evalrun merge`` recomputes it from merged shards with :func:`summarize`. Counts are over result
-lines: with ``--repeat N`` every repeat of a case counts once.
+lines: with ``--repeat N`` every repeat of a case counts once. What the summary says of the run
+itself (names, times, state) is a :class:`RunMeta`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,55 @@ from evalrun.results.models import STATUSES, CaseResult, GraderResult
 
 DEFAULT_UNSTABLE_BOUND = 0.15
 
-#: Keys of summary.json that come from the run, not from the cases (passed through ``meta``).
+
+@dataclass
+class RunMeta:
+    """What ``summary.json`` says of the run itself, as opposed to its statistics (which every
+    reader recomputes from ``results.jsonl``): written by the runner and by ``merge``, read back
+    by the reports and ``merge``."""
+
+    eval: str | None = None
+    description: str | None = None
+    target: str | None = None
+    judge: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    complete: bool | None = None
+    interrupted: bool | None = None
+    threshold: float | None = None
+    exit_code: int | None = None
+    repeat: int | None = None
+    eval_file: str | None = None
+    tests_file: str | None = None
+    #: selected results with no line in results.jsonl (docs/results.md)
+    missing: int | None = None
+    max_errors: int | None = None
+    #: "i/n" as the runner writes it (other tools write {"index": i, "count": n})
+    shard: Any = None
+    #: every other key, as written (targets, write_error, warnings, merged_from, ...)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run keys of summary.json: ``RUN_KEYS`` always, the others when known."""
+        out: dict[str, Any] = {key: getattr(self, key) for key in RUN_KEYS}
+        for key in _SOMETIMES:
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunMeta:
+        """summary.json read back: the statistics in it are left out (they are recomputed), a
+        known key of the wrong type reads as unknown (None)."""
+        known = {k: _typed(k, data.get(k)) for k in (*RUN_KEYS, *_SOMETIMES)}
+        extra = {k: v for k, v in data.items() if k not in known and k not in STATS_KEYS}
+        return cls(**known, extra=extra)
+
+
+#: Keys of summary.json that come from the run, not from the cases: always written.
 RUN_KEYS = (
     "eval",
     "description",
@@ -33,6 +82,31 @@ RUN_KEYS = (
     "exit_code",
     "repeat",
 )
+_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard")
+#: Keys of summary.json that :meth:`RunStats.to_dict` and ``repeat_stats`` fill.
+STATS_KEYS = frozenset(
+    {"counts", "cases", "mean_score", "median_score", "pass_rate", "graders", "usage"}
+    | {"repeat_stats"}
+)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "duration_s": (int, float),
+    "threshold": (int, float),
+    "complete": (bool,),
+    "interrupted": (bool,),
+    "exit_code": (int,),
+    "repeat": (int,),
+    "missing": (int,),
+    "max_errors": (int,),
+}
+
+
+def _typed(key: str, value: Any) -> Any:
+    if value is None or key == "shard":
+        return value
+    types = _TYPES.get(key, (str,))
+    if isinstance(value, bool) and bool not in types:
+        return None
+    return value if isinstance(value, types) else None
 
 
 def result_key(case: CaseResult) -> tuple[str, int]:
@@ -411,26 +485,22 @@ def compute_stats(
     return builder.build(unstable_bound=unstable_bound)
 
 
-def summary_dict(run: RunStats, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """summary.json: run metadata from ``meta`` (unknown keys kept), statistics from ``run``."""
-    meta = dict(meta or {})
-    out: dict[str, Any] = {key: meta.get(key) for key in RUN_KEYS}
-    out.update({k: v for k, v in meta.items() if k not in out})
+def summary_dict(run: RunStats, meta: RunMeta | None = None) -> dict[str, Any]:
+    """summary.json: run metadata from ``meta``, statistics from ``run``."""
+    out = (meta or RunMeta()).to_dict()
     if out.get("repeat") is None:
         out["repeat"] = run.max_repeat + 1
     out.update(run.to_dict())
     if run.repeats is not None:
         out["repeat_stats"] = run.repeats.to_dict(per_case=False)
-    else:
-        out.pop("repeat_stats", None)
     return out
 
 
 def summarize(
     cases: Iterable[CaseResult],
-    meta: Mapping[str, Any] | None = None,
+    meta: RunMeta | None = None,
     *,
     unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
 ) -> dict[str, Any]:
-    """Build summary.json from case results plus the run's metadata (see ``RUN_KEYS``)."""
+    """Build summary.json from case results plus the run's metadata."""
     return summary_dict(compute_stats(cases, unstable_bound=unstable_bound), meta)

@@ -29,7 +29,7 @@ from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.reader import read_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner
 from evalrun.results.scoring import case_score, case_status
-from evalrun.results.summary import StatsBuilder, summary_dict
+from evalrun.results.summary import RunMeta, StatsBuilder, summary_dict
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval, survey_cases
 from evalrun.runner.progress import Progress, TableRows
@@ -426,24 +426,24 @@ class EvalRun:
     ) -> dict[str, Any]:
         expected = len(self.cases) * self.options.repeat
         missing = max(0, expected - results.total)
-        meta = {
-            "eval": self.loaded.name,
-            "eval_file": str(self.loaded.path),
-            "tests_file": str((self.loaded.tests_file or self.loaded.path).resolve()),
-            "description": self.loaded.spec.description,
-            "target": self.target_name,
-            "judge": self.judge_name,
-            "started_at": started_at.isoformat(timespec="seconds"),
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "duration_s": round(duration_s, 3),
-            "complete": self._write_error is None and not self._interrupted and not missing,
-            "missing": missing,
-            "interrupted": self._interrupted and self._write_error is None,
-            "threshold": self.options.threshold,
-            "max_errors": self.options.max_errors,
-            "repeat": self.options.repeat,
-            "shard": "/".join(map(str, self.options.shard)) if self.options.shard else None,
-        }
+        meta = RunMeta(
+            eval=self.loaded.name,
+            eval_file=str(self.loaded.path),
+            tests_file=str((self.loaded.tests_file or self.loaded.path).resolve()),
+            description=self.loaded.spec.description,
+            target=self.target_name,
+            judge=self.judge_name,
+            started_at=started_at.isoformat(timespec="seconds"),
+            finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            duration_s=round(duration_s, 3),
+            complete=self._write_error is None and not self._interrupted and not missing,
+            missing=missing,
+            interrupted=self._interrupted and self._write_error is None,
+            threshold=self.options.threshold,
+            max_errors=self.options.max_errors,
+            repeat=self.options.repeat,
+            shard="/".join(map(str, self.options.shard)) if self.options.shard else None,
+        )
         return summary_dict(results.build(), meta)
 
     def _exit_code(self, summary: dict[str, Any]) -> int:

@@ -24,7 +24,13 @@ from proxy.grants import Grant, GrantRegistry
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without signal handling: the runner owns Ctrl-C."""
+    """uvicorn without signal handling (the runner owns Ctrl-C) that stops when told to, not
+    at its next 0.1 s tick (the proxy sets no date header and no request limit, which is all
+    the tick does)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.stop_requested = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -32,6 +38,23 @@ class _Server(uvicorn.Server):
 
     def install_signal_handlers(self) -> None:  # older uvicorn versions call this
         return None
+
+    async def main_loop(self) -> None:
+        await self.on_tick(0)  # sets the default headers once
+        await self.stop_requested.wait()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Without connections or requests left (the end of a run: every grader has exited)
+        there is nothing to drain, so no 0.1 s grace for them either."""
+        if self.server_state.connections or self.server_state.tasks:
+            await super().shutdown(sockets)
+            return
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for server in self.servers:
+            await server.wait_closed()
 
 
 def _loopback(host: str) -> str:
@@ -172,6 +195,7 @@ class JudgeProxy:
         try:
             if task is not None and server is not None:
                 server.should_exit = True
+                server.stop_requested.set()
                 done, _ = await asyncio.wait({task}, timeout=self._shutdown_timeout + 2)
                 if not done:
                     server.force_exit = True

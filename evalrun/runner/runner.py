@@ -14,6 +14,7 @@ import importlib.util
 import shutil
 import signal
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -174,9 +175,20 @@ class EvalRun:
                     (self._private_dir / "sock").mkdir(exist_ok=True)
                     unix_socket = self._private_dir / "sock" / "proxy.sock"
                 proxy = judge_proxy(self.pool, unix_socket=unix_socket)
+                if self.judge_name is not None:
+                    threading.Thread(
+                        target=self._prebuild, args=(self.judge_name,), daemon=True
+                    ).start()
                 await proxy.start()
                 self._proxy = proxy
             return self._proxy
+
+    def _prebuild(self, name: str) -> None:
+        """Build a target off the loop: its provider's imports (httpx and its kin, ~0.1-0.2 s)
+        then overlap the graders' start instead of holding up the first judge call. A target
+        that fails to build says so again when the proxy asks for it."""
+        with contextlib.suppress(Exception):
+            self.pool.get(name)
 
     def open_bundle(self) -> BundleWriter:
         """Claim this run's bundle folder and open its files (BundleError: exit 2, nothing ran).

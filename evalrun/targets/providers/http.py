@@ -1,5 +1,6 @@
-"""Plumbing shared by the HTTP providers: one pooled client per event loop, request timeouts,
-mapping of HTTP and network failures onto ``TargetError``, and key redaction.
+"""Plumbing shared by the HTTP providers: pooled clients per event loop (httpx, or the lean
+client of ``plainhttp`` for a plain-HTTP URL), request timeouts, mapping of HTTP and network
+failures onto ``TargetError``, and key redaction.
 
 Each provider module only knows its own URL, headers, body and response shape.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import functools
+import json
 import re
 import ssl
 import time
@@ -19,6 +21,7 @@ import httpx
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
 from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.providers.plainhttp import PlainHttpClient, PlainHttpError, usable_for
 
 T = TypeVar("T")
 
@@ -119,6 +122,7 @@ class HttpTarget:
         #: per (loop, TLS or not): the clients of that loop for https or plain-http URLs
         self._clients: dict[tuple[asyncio.AbstractEventLoop, bool], list[httpx.AsyncClient]] = {}
         self._turn = 0
+        self._plain: dict[asyncio.AbstractEventLoop, PlainHttpClient] = {}
 
     def require_key(self) -> str:
         if not self._api_key:
@@ -166,6 +170,19 @@ class HttpTarget:
         self._turn += 1
         return clients[self._turn % len(clients)]
 
+    def _plain_client(self) -> PlainHttpClient:
+        """The lean client of the running loop (its connections belong to that loop)."""
+        loop = asyncio.get_running_loop()
+        client = self._plain.get(loop)
+        if client is None:
+            for other in [lp for lp in self._plain if lp.is_closed()]:
+                del self._plain[other]
+            client = self._plain[loop] = PlainHttpClient(
+                connect_timeout=min(self.config.timeout, 10.0),
+                max_idle=self.config.concurrency_bounds[1],
+            )
+        return client
+
     def error(self, message: str, **kwargs: Any) -> TargetError:
         cls = TargetTimeout if kwargs.pop("timeout", False) else TargetError
         return cls(
@@ -183,12 +200,17 @@ class HttpTarget:
         """POST ``body`` and return the decoded JSON object, or raise a classified TargetError."""
         timeout = self.config.timeout
         try:
-            response = await asyncio.wait_for(
-                self._client(url).post(url, json=body, headers=headers, params=params), timeout
-            )
+            if usable_for(url):
+                content = json.dumps(
+                    body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                ).encode()
+                sent = self._plain_client().post(url, content, headers, params)
+            else:
+                sent = self._client(url).post(url, json=body, headers=headers, params=params)
+            response = await asyncio.wait_for(sent, timeout)
         except (asyncio.TimeoutError, httpx.TimeoutException):
             raise self.error(f"no response within {timeout:g}s", timeout=True) from None
-        except httpx.TransportError as exc:
+        except (httpx.TransportError, PlainHttpError) as exc:
             detail = str(exc) or type(exc).__name__
             raise self.error(f"connection failed: {detail}", retryable=True) from None
         if response.status_code >= 400:
@@ -244,8 +266,14 @@ class HttpTarget:
         raise NotImplementedError
 
     async def aclose(self) -> None:
+        plain, self._plain = self._plain, {}
         clients, self._clients = self._clients, {}
         current = _running_loop()
+        for loop, client in plain.items():
+            if loop is current:
+                client.close()
+            elif not loop.is_closed() and loop.is_running():
+                loop.call_soon_threadsafe(client.close)
         for (loop, _), shards in clients.items():
             for client in shards:
                 if loop is current:

@@ -231,7 +231,7 @@ def test_concurrency_limit_holds_under_load() -> None:
 
 
 def test_concurrency_limit_is_shared_across_event_loops() -> None:
-    """The runner's loop and a proxy thread's loop draw from the same limit."""
+    """Three threads, each running its own event loop, draw from the same limit."""
     with FakeServer(lambda seen: _slow_ok()) as server:
         target = managed(server.url, max_concurrency=2)
 

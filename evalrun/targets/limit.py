@@ -1,7 +1,11 @@
-"""A target's concurrency limit: adaptive, and holding across event loops and threads.
+"""A target's concurrency limit: adaptive, and not bound to one event loop.
 
-``asyncio.Semaphore`` binds to one loop. A target is shared by the runner and the judge proxy,
-which may serve from its own thread and loop, and the limit must hold for both.
+A target is shared by the runner and the judge proxy; the proxy serves in the runner's event
+loop (docs/architecture.md), so in a run every call waits on this limit from that one loop.
+Unlike ``asyncio.Semaphore``, which binds to the first loop that waits on it, the limit keeps
+its state under a thread lock and wakes each waiter on the waiter's own loop, so a target (whose
+HTTP clients are kept per loop too) stays usable by a caller that drives it from several loops
+or threads, one ``asyncio.run`` after another or at once.
 
 The limit adapts to the provider (docs/targets.md, "Concurrency"): it starts at ``start`` and,
 while calls succeed, grows by one per success (doubling per round trip) until the first 429,

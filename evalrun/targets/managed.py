@@ -21,15 +21,13 @@ from evalrun.targets.base import (
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.limit import ConcurrencyLimit
+from evalrun.targets.registry import kinds
 
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
 MAX_RETRY_AFTER_S = 120.0
 #: a 429 retried under the adaptive limit is the limit working, not the call failing
 RATE_LIMIT_RETRIES = 10
-#: kinds whose answers depend on more than the request (a CLI agent's working tree) or that
-#: cost nothing to recompute; ``cache: true`` in targets.yaml opts them in
-UNCACHED_KINDS = frozenset({"cli", "mock", "local"})
 #: the most output tokens a request may ask of a target without a ``max_tokens`` of its own
 MAX_TOKENS_CAP = 8192
 
@@ -55,7 +53,7 @@ class AsyncLimit(Protocol):
 class ManagedTarget:
     def __init__(
         self,
-        provider: Target,
+        provider: Target | None,
         config: TargetConfig,
         *,
         cache: ResponseStore | None = None,
@@ -64,8 +62,11 @@ class ManagedTarget:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         limit: AsyncLimit | None = None,
     ) -> None:
-        """``limit``: the concurrency limit to hold calls under; by default one of this
+        """``provider`` is None only with ``replay``: a replayed run makes no live call.
+        ``limit``: the concurrency limit to hold calls under; by default one of this
         process's own (``max_concurrency``), on a Ray cluster one for the whole cluster."""
+        if provider is None and replay is None:
+            raise ValueError(f"target '{config.name}': a provider is needed unless replaying")
         self.name = config.name
         self.config = config
         self.provider = provider
@@ -77,17 +78,18 @@ class ManagedTarget:
         #: the adaptive limit, when calls are held under one of this process's own
         self._adaptive = self._limit if isinstance(self._limit, ConcurrencyLimit) else None
         self.calls = 0
+        #: kinds whose answers depend on more than the request, or cost nothing to recompute,
+        #: are not cached unless ``cache: true`` (evalrun/targets/providers/__init__.py)
         setting = config.extra("cache")
-        self._cache_enabled = (
-            bool(setting) if setting is not None else config.kind not in UNCACHED_KINDS
-        )
-
-    @property
-    def kind(self) -> str:
-        return self.config.kind
+        kind = kinds().get(config.kind)
+        self._cache_enabled = bool(setting) if setting is not None else kind is None or kind.cached
 
     @property
     def supports_tools(self) -> bool:
+        """A replayed target lets tool requests through to the cassette, which holds only what
+        a tool-capable target answered."""
+        if self.provider is None:
+            return True
         return bool(getattr(self.provider, "supports_tools", False))
 
     def _with_defaults(self, request: CompletionRequest) -> CompletionRequest:
@@ -115,7 +117,7 @@ class ManagedTarget:
         Cache hits and live answers are both recorded; stored answers cost nothing now.
         Whatever the source, the text is made encodable here, where it enters evalrun."""
         if request.uses_tools and not self.supports_tools:
-            raise ToolsUnsupported(self.name, self.kind)
+            raise ToolsUnsupported(self.name, self.config.kind)
         return _encodable(await self._complete(self._with_defaults(request)))
 
     async def _complete(self, request: CompletionRequest) -> CompletionResponse:
@@ -153,6 +155,7 @@ class ManagedTarget:
                 async with self._limit:
                     self.calls += 1
                     started = time.perf_counter()
+                    assert self.provider is not None  # a replayed target never gets here
                     response = await self.provider.complete(request)
             except TargetError as exc:
                 exc.target = exc.target or self.name
@@ -204,7 +207,8 @@ class ManagedTarget:
         return {"calls": self.calls, **limit}
 
     async def aclose(self) -> None:
-        await self.provider.aclose()
+        if self.provider is not None:
+            await self.provider.aclose()
 
 
 def _encodable(response: CompletionResponse) -> CompletionResponse:

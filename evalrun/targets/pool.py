@@ -3,7 +3,6 @@ limit are shared by the runner and the proxy), with the run's stores, and closed
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -11,37 +10,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse, Target, TargetError
-from evalrun.targets.config import ConfigError, TargetConfig, TargetsFile, missing_extra
+from evalrun.targets.base import Target
+from evalrun.targets.config import ConfigError, TargetConfig, TargetsFile
 from evalrun.targets.managed import AsyncLimit, ManagedTarget
-from evalrun.targets.panel import PanelTarget
-
-#: kind -> "module:Class"; imported only when a target of that kind is used.
-PROVIDERS: dict[str, str] = {
-    "mock": "evalrun.targets.providers.mock:MockTarget",
-    "openai": "evalrun.targets.providers.openai:OpenAITarget",
-    "azure": "evalrun.targets.providers.azure:AzureOpenAITarget",
-    "anthropic": "evalrun.targets.providers.anthropic:AnthropicTarget",
-    "gemini": "evalrun.targets.providers.gemini:GeminiTarget",
-    "cli": "evalrun.targets.providers.cli:CliTarget",
-    "local": "evalrun.targets.local.target:LocalTarget",
-    "litellm": "evalrun.targets.providers.litellm:LiteLLMTarget",
-}
+from evalrun.targets.registry import ProviderContext, kind_of, missing_extra
 
 
-def build_provider(config: TargetConfig, env: Mapping[str, str] | None = None) -> Target:
-    """Instantiate the provider class for ``config.kind``; providers take (config, api_key)."""
-    spec = PROVIDERS.get(config.kind)
-    if spec is None:
-        raise ConfigError(f"target '{config.name}': unknown kind '{config.kind}'")
-    missing = missing_extra(config)
+def build_provider(
+    config: TargetConfig,
+    env: Mapping[str, str] | None = None,
+    target: Callable[[str], Target] | None = None,
+) -> Target:
+    """The provider for ``config``, built by its kind's factory (evalrun/targets/registry.py);
+    ``target`` resolves other targets by name (a panel's members)."""
+    kind = kind_of(config)
+    missing = kind.missing_extra(config)
     if missing:
         raise ConfigError(missing)
-    module_name, class_name = spec.split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    if config.kind in ("mock", "local", "cli"):
-        return cls(config)
-    return cls(config, config.resolve_secret(env))
+    return kind.build(ProviderContext(config, os.environ if env is None else env, target or _alone))
+
+
+def _alone(name: str) -> Target:
+    raise ConfigError(f"target '{name}' can only be resolved through a TargetPool")
 
 
 @dataclass
@@ -63,7 +53,7 @@ class TargetPool:
         self.file = targets
         self._stores = stores or StoreOptions()
         self._env = os.environ if env is None else env
-        self._built: dict[str, ManagedTarget | PanelTarget] = {}
+        self._built: dict[str, Target] = {}
         #: builds the concurrency limit of a target (a Ray run holds one for the cluster)
         self.limit_for: Callable[[TargetConfig], AsyncLimit] | None = None
         self._lock = threading.RLock()
@@ -96,21 +86,19 @@ class TargetPool:
                 if missing:
                     raise ConfigError(missing)
 
-    def get(self, name: str) -> ManagedTarget | PanelTarget:
-        """The one target for ``name`` (locked: the proxy may ask from its own thread). A panel
-        is built from its members' own managed targets (docs/judges.md)."""
+    def get(self, name: str) -> Target:
+        """The one target for ``name``, built by its kind's factory and wrapped in a
+        ``ManagedTarget`` unless the kind says otherwise (a panel's members already are).
+        The lock is re-entrant because a panel's factory asks for its members here."""
         with self._lock:
             if name not in self._built:
                 config = self.file.get(name)
-                if config.kind == "panel":
-                    members = [self.get(m) for m in config.extra("members") or []]
-                    self._built[name] = PanelTarget(config, members)
+                kind = kind_of(config)
+                if not kind.managed:
+                    self._built[name] = build_provider(config, self._env, self.get)
                     return self._built[name]
-                provider = (
-                    _ReplayOnly(config)
-                    if self._replay is not None
-                    else build_provider(config, self._env)
-                )
+                replaying = self._replay is not None
+                provider = None if replaying else build_provider(config, self._env, self.get)
                 self._built[name] = ManagedTarget(
                     provider,
                     config,
@@ -142,19 +130,3 @@ class TargetPool:
             close = getattr(store, "close", None)
             if close is not None:
                 close()
-
-
-class _ReplayOnly:
-    """Stands in for a provider during --replay: it must never be called. Tool requests are
-    let through to the cassette, which holds only what a tool-capable target answered."""
-
-    supports_tools = True
-
-    def __init__(self, config: TargetConfig) -> None:
-        self.name = config.name
-
-    async def complete(self, request: CompletionRequest) -> CompletionResponse:
-        raise TargetError(f"replay: target '{self.name}' may not make live calls", status=502)
-
-    async def aclose(self) -> None:
-        return None

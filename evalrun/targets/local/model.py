@@ -67,10 +67,6 @@ class Embedder:
     def dim(self) -> int:
         return int(getattr(self._model, "dim", 384))
 
-    def cache_clear(self) -> None:
-        with self._lock:
-            self._cache.clear()
-
 
 _shared: Embedder | None = None
 _load_lock = threading.Lock()

@@ -4,21 +4,17 @@ deployment name) differ."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from evalrun.targets.base import CompletionRequest
 from evalrun.targets.config import ConfigError, TargetConfig
-from evalrun.targets.providers.http import HttpTarget
-from evalrun.targets.providers.openai import OpenAITarget, chat_body
+from evalrun.targets.providers.openai import ChatCompletionsTarget
 
 DEFAULT_API_VERSION = "2024-10-21"
 
 
-class AzureOpenAITarget(OpenAITarget):
+class AzureOpenAITarget(ChatCompletionsTarget):
     kind = "azure"
 
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
-        HttpTarget.__init__(self, config, api_key)
+        super().__init__(config, api_key)
         self.require_key()
         endpoint = config.extra("endpoint") or config.base_url
         deployment = config.extra("deployment") or config.model
@@ -30,7 +26,9 @@ class AzureOpenAITarget(OpenAITarget):
         if not deployment:
             raise ConfigError(f"target '{config.name}' (azure) needs 'deployment' (or 'model')")
         self.base_url = str(endpoint).rstrip("/")
-        self.deployment = str(deployment)
+        #: the deployment picks the model; the body names it too, as ``openai.AzureOpenAI``
+        #: does (docs/targets.md)
+        self.deployment = self.model_name = str(deployment)
         self.api_version = str(config.extra("api_version") or DEFAULT_API_VERSION)
 
     def url(self) -> str:
@@ -41,10 +39,3 @@ class AzureOpenAITarget(OpenAITarget):
 
     def params(self) -> dict[str, str] | None:
         return {"api-version": self.api_version}
-
-    def body(self, request: CompletionRequest) -> dict[str, Any]:
-        """The deployment picks the model; the body names it too, as ``openai.AzureOpenAI``
-        does (docs/targets.md)."""
-        return chat_body(
-            self.config, request, model=self.deployment, max_tokens_field="max_completion_tokens"
-        )

@@ -13,9 +13,10 @@ import os
 from typing import Any
 
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
-from evalrun.targets.config import ConfigError, TargetConfig, missing_extra
+from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.providers.http import REDACTED
 from evalrun.targets.providers.openai import chat_messages, parse_chat_completion
+from evalrun.targets.registry import missing_extra
 
 #: litellm exception classes that are worth another attempt
 _RETRYABLE = (

@@ -95,21 +95,19 @@ def parse_chat_completion(data: dict[str, Any]) -> CompletionResponse:
     )
 
 
-class OpenAITarget(HttpTarget):
-    kind = "openai"
+class ChatCompletionsTarget(HttpTarget):
+    """What the ``openai`` and ``azure`` targets share: the Chat Completions body and response.
+    A subclass sets ``base_url`` and ``model_name`` and says where the request goes."""
 
-    def __init__(self, config: TargetConfig, api_key: str | None) -> None:
-        super().__init__(config, api_key)
-        if not config.model:
-            raise ConfigError(f"target '{config.name}' (openai) needs 'model'")
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+    base_url: str
+    #: the ``model`` field of the body (Azure: the deployment)
+    model_name: str | None
 
     def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
+        raise NotImplementedError
 
     def headers(self) -> dict[str, str]:
-        """Bearer auth, or none at all for keyless local servers."""
-        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        raise NotImplementedError
 
     def params(self) -> dict[str, str] | None:
         return None
@@ -118,7 +116,7 @@ class OpenAITarget(HttpTarget):
         """The token limit goes in ``max_completion_tokens`` (the current API's name) unless
         ``max_tokens_field`` names another, for servers that know only ``max_tokens``."""
         return chat_body(
-            self.config, request, model=self.config.model, max_tokens_field="max_completion_tokens"
+            self.config, request, model=self.model_name, max_tokens_field="max_completion_tokens"
         )
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
@@ -126,3 +124,21 @@ class OpenAITarget(HttpTarget):
             self.url(), self.body(request), headers=self.headers(), params=self.params()
         )
         return self.parse(data, parse_chat_completion)
+
+
+class OpenAITarget(ChatCompletionsTarget):
+    kind = "openai"
+
+    def __init__(self, config: TargetConfig, api_key: str | None) -> None:
+        super().__init__(config, api_key)
+        if not config.model:
+            raise ConfigError(f"target '{config.name}' (openai) needs 'model'")
+        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.model_name = config.model
+
+    def url(self) -> str:
+        return f"{self.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        """Bearer auth, or none at all for keyless local servers."""
+        return {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}

@@ -1,0 +1,106 @@
+"""The one table of target kinds: ``@provider("openai")`` registers how a kind is built.
+
+The table is filled by ``evalrun/targets/providers/__init__.py``, whose factories import their
+provider module only when a target of that kind is built, so listing or validating kinds
+imports no SDK (docs/architecture.md, "Adding a provider"). Config validation, the pool, the
+``targets`` command and the docs' list of kinds all read this table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from evalrun.targets.base import Target
+from evalrun.targets.config import ConfigError, TargetConfig
+
+
+@dataclass(frozen=True)
+class ProviderContext:
+    """What every factory builds a target from: its config, the environment its key is read
+    from, and the pool's other targets (a panel's members)."""
+
+    config: TargetConfig
+    env: Mapping[str, str]
+    target: Callable[[str], Target]
+
+    @property
+    def api_key(self) -> str | None:
+        return self.config.resolve_secret(self.env)
+
+
+Factory = Callable[[ProviderContext], Target]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One target kind and what the core must know of it without importing it."""
+
+    name: str
+    build: Factory
+    #: the pip extra it needs and the modules that extra installs
+    extra: str | None = None
+    modules: tuple[str, ...] = ()
+    #: answers depend only on the request, so the response cache is on by default
+    cached: bool = True
+    #: wrapped in a ManagedTarget (limit, retries, stores); a panel's members already are
+    managed: bool = True
+    #: answers typed tasks only (docs/proxy.md), not free-text prompts
+    typed_only: bool = False
+
+    def missing_extra(self, config: TargetConfig) -> str | None:
+        """Why ``config`` cannot be built here (its extra is not installed), or None."""
+        missing = [m for m in self.modules if importlib.util.find_spec(m) is None]
+        if self.extra is None or not missing:
+            return None
+        return (
+            f"target '{config.name}' (kind {self.name}) needs the [{self.extra}] extra, which is "
+            f"not installed (missing: {', '.join(missing)}): pip install 'evalrun[{self.extra}]'"
+        )
+
+
+_KINDS: dict[str, Kind] = {}
+
+
+def provider(
+    name: str,
+    *,
+    extra: str | None = None,
+    modules: tuple[str, ...] = (),
+    cached: bool = True,
+    managed: bool = True,
+    typed_only: bool = False,
+) -> Callable[[Factory], Factory]:
+    """Register ``factory`` as the way to build targets of kind ``name``."""
+
+    def register(factory: Factory) -> Factory:
+        if name in _KINDS:
+            raise ValueError(f"target kind '{name}' is registered twice")
+        _KINDS[name] = Kind(name, factory, extra, modules, cached, managed, typed_only)
+        return factory
+
+    return register
+
+
+def kinds() -> dict[str, Kind]:
+    """Every registered kind, by name, in registration order."""
+    import evalrun.targets.providers  # noqa: F401  (fills the table)
+
+    return _KINDS
+
+
+def kind_of(config: TargetConfig) -> Kind:
+    kind = kinds().get(config.kind)
+    if kind is None:
+        raise ConfigError(
+            f"target '{config.name}' has unknown kind '{config.kind}' "
+            f"(known kinds: {', '.join(kinds())})"
+        )
+    return kind
+
+
+def missing_extra(config: TargetConfig) -> str | None:
+    """Why this target cannot be built in this environment (a missing extra), or None."""
+    kind = kinds().get(config.kind)
+    return kind.missing_extra(config) if kind is not None else None

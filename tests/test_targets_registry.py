@@ -17,6 +17,7 @@ from evalrun.targets import (
     ConfigError,
     ManagedTarget,
     StoreOptions,
+    TargetConfig,
     TargetError,
     TargetPool,
     ToolsUnsupported,
@@ -73,14 +74,14 @@ def test_listing_kinds_and_loading_targets_import_no_provider_module() -> None:
 
 def test_a_kind_registers_once() -> None:
     with pytest.raises(ValueError, match="'openai' is registered twice"):
-        provider("openai")(lambda context: None)  # type: ignore[arg-type,return-value]
+        provider("openai")(lambda: _Echo)
 
 
 class _Echo:
     """A provider of a kind the core has never heard of."""
 
-    def __init__(self, name: str, api_key: str | None) -> None:
-        self.name = name
+    def __init__(self, config: TargetConfig, api_key: str | None) -> None:
+        self.name = config.name
         self.api_key = api_key
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
@@ -94,7 +95,7 @@ def test_a_new_kind_is_validated_built_and_managed_like_the_built_in_ones(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(registry, "_KINDS", dict(kinds()))
-    provider("echo")(lambda context: _Echo(context.config.name, context.api_key))
+    provider("echo")(lambda: _Echo)
     path = tmp_path / "targets.yaml"
     path.write_text("targets:\n  - {name: e, kind: echo, api_key_env: ECHO_KEY}\n", "utf-8")
     pool = TargetPool(load_targets(path), env={"ECHO_KEY": "k1"})

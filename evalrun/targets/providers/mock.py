@@ -14,7 +14,7 @@ class MockTarget:
 
     kind = "mock"
 
-    def __init__(self, config: TargetConfig) -> None:
+    def __init__(self, config: TargetConfig, api_key: str | None = None) -> None:
         self.name = config.name
         self.config = config
         self._rules: list[tuple[re.Pattern[str] | None, str | None, str]] = []

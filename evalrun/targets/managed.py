@@ -85,6 +85,11 @@ class ManagedTarget:
         self._cache_enabled = bool(setting) if setting is not None else kind is None or kind.cached
 
     @property
+    def kind(self) -> str:
+        """Named in the proxy's ``tools_unsupported`` refusal (proxy/app.py)."""
+        return self.config.kind
+
+    @property
     def supports_tools(self) -> bool:
         """A replayed target lets tool requests through to the cassette, which holds only what
         a tool-capable target answered."""
@@ -117,7 +122,7 @@ class ManagedTarget:
         Cache hits and live answers are both recorded; stored answers cost nothing now.
         Whatever the source, the text is made encodable here, where it enters evalrun."""
         if request.uses_tools and not self.supports_tools:
-            raise ToolsUnsupported(self.name, self.config.kind)
+            raise ToolsUnsupported(self.name, self.kind)
         return _encodable(await self._complete(self._with_defaults(request)))
 
     async def _complete(self, request: CompletionRequest) -> CompletionResponse:

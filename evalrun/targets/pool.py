@@ -89,7 +89,8 @@ class TargetPool:
     def get(self, name: str) -> Target:
         """The one target for ``name``, built by its kind's factory and wrapped in a
         ``ManagedTarget`` unless the kind says otherwise (a panel's members already are).
-        The lock is re-entrant because a panel's factory asks for its members here."""
+        Locked, since the runner builds the judge target in a thread while graders start
+        (evalrun/runner/runner.py); re-entrant, since a panel's factory asks for its members here."""
         with self._lock:
             if name not in self._built:
                 config = self.file.get(name)

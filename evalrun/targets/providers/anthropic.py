@@ -12,7 +12,6 @@ from evalrun.targets.base import (
     CompletionResponse,
     TargetError,
     TokenUsage,
-    UnsupportedRequest,
     is_tool_result,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
@@ -132,14 +131,12 @@ def parse_message(data: dict[str, Any]) -> CompletionResponse:
 
 class AnthropicTarget(HttpTarget):
     kind = "anthropic"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
         super().__init__(config, api_key)
         self.require_key()
-        if not config.model:
-            raise ConfigError(f"target '{config.name}' (anthropic) needs 'model'")
-        self.model = config.model
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.model = self.require_model()
         self.api_version = str(config.extra("api_version") or DEFAULT_API_VERSION)
         self.auth_scheme = str(config.extra("auth_scheme") or "bearer")
         if self.auth_scheme not in AUTH_SCHEMES:
@@ -154,12 +151,6 @@ class AnthropicTarget(HttpTarget):
         return {**(auth or {"x-api-key": key}), "anthropic-version": self.api_version}
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
-        try:
-            body = messages_body(self.model, request)
-        except UnsupportedRequest as exc:
-            message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
-            raise UnsupportedRequest(message, target=self.name) from None
-        except TargetError as exc:
-            raise self.error(exc.message, status=exc.status) from None
+        body = self.translate(lambda: messages_body(self.model, request))
         data = await self.post_json(f"{self.base_url}/v1/messages", body, headers=self.headers())
         return self.parse(data, parse_message)

@@ -16,7 +16,7 @@ from evalrun.targets.base import (
     UnsupportedRequest,
     is_tool_result,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.http import HttpTarget, iter_dicts, text_of, wants_json
 from evalrun.targets.providers.tools import (
     Block,
@@ -192,14 +192,12 @@ def parse_generate(data: dict[str, Any]) -> CompletionResponse:
 
 class GeminiTarget(HttpTarget):
     kind = "gemini"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
         super().__init__(config, api_key)
         self.require_key()
-        if not config.model:
-            raise ConfigError(f"target '{config.name}' (gemini) needs 'model'")
-        self.model = config.model.removeprefix("models/")
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.model = self.require_model().removeprefix("models/")
         self.api_version = str(config.extra("api_version") or DEFAULT_API_VERSION).strip("/")
 
     def url(self) -> str:
@@ -207,13 +205,7 @@ class GeminiTarget(HttpTarget):
         return f"{self.base_url}/{self.api_version}/models/{model}:generateContent"
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
-        try:
-            body = generate_body(request)
-        except UnsupportedRequest as exc:
-            message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
-            raise UnsupportedRequest(message, target=self.name) from None
-        except TargetError as exc:
-            raise self.error(exc.message, status=exc.status) from None
+        body = self.translate(lambda: generate_body(request))
         headers = {"x-goog-api-key": self.require_key()}
         data = await self.post_json(self.url(), body, headers=headers)
         return self.parse(data, parse_generate)

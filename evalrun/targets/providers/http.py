@@ -19,7 +19,13 @@ from typing import Any, TypeVar
 
 import httpx
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
+from evalrun.targets.base import (
+    CompletionRequest,
+    CompletionResponse,
+    TargetError,
+    TargetTimeout,
+    UnsupportedRequest,
+)
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.providers.plainhttp import PlainHttpClient, PlainHttpError, usable_for
 
@@ -115,9 +121,13 @@ class HttpTarget:
     #: providers that take OpenAI-shaped tools (translated where needed)
     supports_tools = True
 
+    #: where requests go when targets.yaml sets no ``base_url``
+    default_base_url = ""
+
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
         self.name = config.name
         self.config = config
+        self.base_url = (config.base_url or self.default_base_url).rstrip("/")
         self._api_key = api_key
         #: per (loop, TLS or not): the clients of that loop for https or plain-http URLs
         self._clients: dict[tuple[asyncio.AbstractEventLoop, bool], list[httpx.AsyncClient]] = {}
@@ -132,6 +142,11 @@ class HttpTarget:
                 f"(e.g. {hint}) in targets.yaml and export it"
             )
         return self._api_key
+
+    def require_model(self) -> str:
+        if not self.config.model:
+            raise ConfigError(f"target '{self.name}' ({self.kind}) needs 'model'")
+        return self.config.model
 
     def redact(self, text: str) -> str:
         if self._api_key and len(self._api_key) >= 4:
@@ -243,6 +258,18 @@ class HttpTarget:
         return self.error(
             f"{label}: {message}", status=status, retryable=retryable, retry_after=retry_after
         )
+
+    def translate(self, build: Callable[[], T]) -> T:
+        """Run a request translation (the body): a shape the provider cannot take stays an
+        ``UnsupportedRequest`` (the proxy's 422), now naming this target; any other
+        ``TargetError`` becomes this target's."""
+        try:
+            return build()
+        except UnsupportedRequest as exc:
+            message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
+            raise UnsupportedRequest(message, target=self.name) from None
+        except TargetError as exc:
+            raise self.error(exc.message, status=exc.status) from None
 
     def parse(self, data: dict[str, Any], parser: Callable[[dict[str, Any]], T]) -> T:
         """Run a response parser; a body of the wrong shape is a retryable upstream fault. A

@@ -14,7 +14,7 @@ from evalrun.targets.base import (
     TokenUsage,
     is_tool_result,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.http import HttpTarget, text_of
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -97,9 +97,8 @@ def parse_chat_completion(data: dict[str, Any]) -> CompletionResponse:
 
 class ChatCompletionsTarget(HttpTarget):
     """What the ``openai`` and ``azure`` targets share: the Chat Completions body and response.
-    A subclass sets ``base_url`` and ``model_name`` and says where the request goes."""
+    A subclass sets ``model_name`` and says where the request goes."""
 
-    base_url: str
     #: the ``model`` field of the body (Azure: the deployment)
     model_name: str | None
 
@@ -128,13 +127,11 @@ class ChatCompletionsTarget(HttpTarget):
 
 class OpenAITarget(ChatCompletionsTarget):
     kind = "openai"
+    default_base_url = DEFAULT_BASE_URL
 
     def __init__(self, config: TargetConfig, api_key: str | None) -> None:
         super().__init__(config, api_key)
-        if not config.model:
-            raise ConfigError(f"target '{config.name}' (openai) needs 'model'")
-        self.base_url = (config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        self.model_name = config.model
+        self.model_name = self.require_model()
 
     def url(self) -> str:
         return f"{self.base_url}/chat/completions"

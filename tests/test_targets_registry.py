@@ -149,3 +149,12 @@ def test_a_managed_target_needs_a_provider_unless_replaying() -> None:
 def test_cli_mock_and_local_are_not_cached_by_default() -> None:
     assert {name for name, kind in kinds().items() if not kind.cached} == {"cli", "mock", "local"}
     assert [name for name, kind in kinds().items() if not kind.managed] == ["panel"]
+
+
+def test_the_table_says_which_kinds_call_tools_as_their_classes_do() -> None:
+    """``tools`` in the table (used in the refusal) and the class's ``supports_tools`` agree."""
+    for name, kind in kinds().items():
+        if kind.load is not None and kind.missing_extra(TargetConfig(name="t", kind=name)) is None:
+            assert kind.tools == bool(getattr(kind.load(), "supports_tools", False)), name
+    message = ToolsUnsupported("t", "mock").message
+    assert "use an openai, azure, anthropic, gemini or litellm target" in message

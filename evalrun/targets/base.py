@@ -153,9 +153,12 @@ class ToolsUnsupported(TargetError):
     """The target cannot call tools (the proxy answers 400 before spending budget)."""
 
     def __init__(self, target: str, kind: str) -> None:
+        from evalrun.targets.registry import tool_kinds  # the registry imports this module
+
+        *others, last = tool_kinds()
         super().__init__(
-            f"target '{target}' ({kind}) cannot call tools; use an openai, azure, anthropic, "
-            "gemini or litellm target for requests with tools",
+            f"target '{target}' ({kind}) cannot call tools; use an {', '.join(others)} or "
+            f"{last} target for requests with tools",
             status=400,
             target=target,
         )

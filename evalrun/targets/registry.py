@@ -50,6 +50,10 @@ class Kind:
     managed: bool = True
     #: answers typed tasks only (docs/proxy.md), not free-text prompts
     typed_only: bool = False
+    #: can call tools (its provider class says ``supports_tools``; a test keeps both equal)
+    tools: bool = False
+    #: imports and returns the provider class (None for a composite kind)
+    load: Callable[[], ProviderClass] | None = None
 
     def missing_extra(self, config: TargetConfig) -> str | None:
         """Why ``config`` cannot be built here (its extra is not installed), or None."""
@@ -72,6 +76,7 @@ def provider(
     modules: tuple[str, ...] = (),
     cached: bool = True,
     typed_only: bool = False,
+    tools: bool = False,
 ) -> Callable[[Callable[[], ProviderClass]], Callable[[], ProviderClass]]:
     """Register kind ``name``: the decorated function imports and returns its provider class,
     which is built as ``cls(config, api_key)`` and wrapped in a ManagedTarget by the pool."""
@@ -80,7 +85,9 @@ def provider(
         def build(context: ProviderContext) -> Target:
             return load()(context.config, context.api_key)
 
-        _add(Kind(name, build, extra, modules, cached, managed=True, typed_only=typed_only))
+        _add(
+            Kind(name, build, extra, modules, cached, typed_only=typed_only, tools=tools, load=load)
+        )
         return load
 
     return register
@@ -118,6 +125,10 @@ def kind_of(config: TargetConfig) -> Kind:
             f"(known kinds: {', '.join(kinds())})"
         )
     return kind
+
+
+def tool_kinds() -> list[str]:
+    return [name for name, kind in kinds().items() if kind.tools]
 
 
 def missing_extra(config: TargetConfig) -> str | None:

@@ -13,35 +13,35 @@ from evalrun.targets.base import Target
 from evalrun.targets.registry import ProviderClass, ProviderContext, composite, provider
 
 
-@provider("openai")
+@provider("openai", tools=True)
 def openai() -> ProviderClass:
     from evalrun.targets.providers.openai import OpenAITarget
 
     return OpenAITarget
 
 
-@provider("azure")
+@provider("azure", tools=True)
 def azure() -> ProviderClass:
     from evalrun.targets.providers.azure import AzureOpenAITarget
 
     return AzureOpenAITarget
 
 
-@provider("anthropic")
+@provider("anthropic", tools=True)
 def anthropic() -> ProviderClass:
     from evalrun.targets.providers.anthropic import AnthropicTarget
 
     return AnthropicTarget
 
 
-@provider("gemini")
+@provider("gemini", tools=True)
 def gemini() -> ProviderClass:
     from evalrun.targets.providers.gemini import GeminiTarget
 
     return GeminiTarget
 
 
-@provider("litellm", extra="litellm", modules=("litellm",))
+@provider("litellm", extra="litellm", modules=("litellm",), tools=True)
 def litellm() -> ProviderClass:
     from evalrun.targets.providers.litellm import LiteLLMTarget
 

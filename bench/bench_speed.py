@@ -192,6 +192,7 @@ def run_evalrun(
     path: Path, workers: int, env: dict[str, str], judge: FakeJudge, sandbox: str | None = None
 ) -> Run:
     """``sandbox``: the ``--sandbox`` level, None for a checkout that has no such option."""
+    shutil.rmtree(path.parent / "out", ignore_errors=True)  # the run before, with --runs N
     argv = [sys.executable, "-m", "evalrun", str(path), "--out", str(path.parent / "out")]
     argv += ["--quiet", "--workers", str(workers), "--no-cache"]
     if sandbox is not None:

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import os
 import signal
-import sys
-import termios
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,11 +27,6 @@ SERVE = "serve"
 #: How long an exiting worker's last output may take to arrive after its exit.
 DRAIN_AFTER_EXIT_S = 2.0
 CLOSE_GRACE_S = 1.0
-#: Workers starting at one moment: a start is mostly CPU (interpreter, imports), so many at
-#: once only share the cores and every one of them is ready late (docs/performance.md).
-STARTS_AT_ONCE = 2 * (os.cpu_count() or 1)
-#: How often a starting worker's stdin is checked for its first line having been read.
-READ_POLL_S = 0.002
 
 
 #: maps a worker's raw exit status (a sandbox reports a signal as 128+N)
@@ -175,12 +167,8 @@ class ServeWorker:
     def _stderr_text(self) -> str:
         return bytes(self._stderr).decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
 
-    async def run_case(
-        self, line: bytes, timeout: float, on_read: Callable[[], None] | None = None
-    ) -> ProcessOutcome:
-        """Send one case line and wait for its answer; a worker that misbehaves is killed.
-        ``on_read`` is called once the worker has read the whole line (it is up and working),
-        or when the case ends, whichever comes first."""
+    async def run_case(self, line: bytes, timeout: float) -> ProcessOutcome:
+        """Send one case line and wait for its answer; a worker that misbehaves is killed."""
         assert self.transport is not None and self._exited is not None
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
@@ -191,7 +179,6 @@ class ServeWorker:
         stdin = self.transport.get_pipe_transport(0)
         with contextlib.suppress(OSError, RuntimeError, AttributeError):
             stdin.write(line)  # type: ignore[union-attr]
-        watch = None if on_read is None else asyncio.ensure_future(_when_read(stdin, on_read))
         try:
             done, _ = await asyncio.wait(
                 {answer, self._exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
@@ -199,9 +186,6 @@ class ServeWorker:
         except BaseException:
             await self.kill()
             raise
-        finally:
-            if watch is not None:
-                watch.cancel()
         if answer.done() and answer.result() is not None:
             await asyncio.sleep(0)  # let stderr callbacks already queued with the line run
             return self._answered(answer.result(), started)
@@ -295,36 +279,6 @@ class ServeWorker:
             self.transport.close()
 
 
-async def _when_read(stdin: asyncio.BaseTransport | None, on_read: Callable[[], None]) -> None:
-    """Call ``on_read`` once nothing written to ``stdin`` is left unread (FIONREAD on the pipe
-    says how much is), or when cancelled; at once if the pipe cannot be asked."""
-    try:
-        pipe = stdin.get_extra_info("pipe") if stdin is not None else None
-        fd = pipe.fileno() if pipe is not None else None
-        while fd is not None:
-            buffered = stdin.get_write_buffer_size()  # type: ignore[union-attr]
-            unread = int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, bytes(4)), sys.byteorder)
-            if not buffered and not unread:
-                return
-            await asyncio.sleep(READ_POLL_S)
-    except (OSError, ValueError, AttributeError):
-        return
-    finally:
-        on_read()
-
-
-def _once(action: Callable[[], None]) -> Callable[[], None]:
-    done = False
-
-    def call() -> None:
-        nonlocal done
-        if not done:
-            done = True
-            action()
-
-    return call
-
-
 def _exit_reason(code: int | None) -> str:
     if code is not None and code < 0:
         try:
@@ -345,9 +299,7 @@ class ServePool:
         env: Mapping[str, str],
         size: int,
         exit_status: ExitStatus = _as_is,
-        starting: asyncio.Semaphore | None = None,
     ) -> None:
-        """``starting``: shared by every pool of a run, it bounds the workers starting at once."""
         self.argv = argv
         self.exit_status = exit_status
         self.cwd = cwd
@@ -356,52 +308,28 @@ class ServePool:
         self._idle: list[ServeWorker] = []
         self._all: set[ServeWorker] = set()
         self._slots = asyncio.Semaphore(self.size)
-        self._starting = starting or asyncio.Semaphore(STARTS_AT_ONCE)
         self.started = 0
 
     async def run(
         self, line: bytes, timeout: float, stdout_cap: int = STDOUT_CAP
     ) -> ProcessOutcome:
-        """The case on an idle worker, else on a new one once a start is free (a worker that
-        went idle meanwhile is taken instead); the start is free again once the new worker has
-        read its first line."""
         async with self._slots:
             worker = self._take_idle()
-            release: Callable[[], None] | None = None
             if worker is None:
-                await self._starting.acquire()
-                release = _once(self._starting.release)
-                try:
-                    worker = self._take_idle() or await self._start(stdout_cap)
-                except BaseException:
-                    release()
-                    raise
-                if isinstance(worker, str):
-                    release()
-                    return ProcessOutcome(None, b"", "", 0.0, spawn_error=worker)
-                if worker.cases:  # went idle while this case waited: no start after all
-                    release()
-                    release = None
+                worker = ServeWorker(self.argv, self.cwd, self.env, stdout_cap, self.exit_status)
+                self.started += 1
+                failure = await worker.start()
+                if failure is not None:
+                    return ProcessOutcome(None, b"", "", 0.0, spawn_error=failure)
+                self._all.add(worker)
             try:
-                outcome = await worker.run_case(line, timeout, release)
+                outcome = await worker.run_case(line, timeout)
             finally:
-                if release is not None:
-                    release()
                 if worker.alive:
                     self._idle.append(worker)
                 else:
                     self._all.discard(worker)
             return outcome
-
-    async def _start(self, stdout_cap: int) -> ServeWorker | str:
-        """A new worker, or why it could not be started."""
-        worker = ServeWorker(self.argv, self.cwd, self.env, stdout_cap, self.exit_status)
-        self.started += 1
-        failure = await worker.start()
-        if failure is not None:
-            return failure
-        self._all.add(worker)
-        return worker
 
     def _take_idle(self) -> ServeWorker | None:
         while self._idle:
@@ -423,7 +351,6 @@ class GraderPools:
     def __init__(self, size: int) -> None:
         self.size = max(1, size)
         self._pools: dict[tuple[Any, ...], ServePool] = {}
-        self._starting: asyncio.Semaphore | None = None
 
     def pool(
         self,
@@ -439,11 +366,7 @@ class GraderPools:
         key = (tuple(argv), str(cwd), tuple(allow))
         pool = self._pools.get(key)
         if pool is None:
-            if self._starting is None:
-                self._starting = asyncio.Semaphore(STARTS_AT_ONCE)
-            pool = self._pools[key] = ServePool(
-                argv, cwd, env(), self.size, exit_status, self._starting
-            )
+            pool = self._pools[key] = ServePool(argv, cwd, env(), self.size, exit_status)
         return pool
 
     @property

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader_sdk._errors import (
@@ -19,6 +18,7 @@ from grader_sdk._errors import (
     ProxyUnavailable,
     error_from_response,
 )
+from grader_sdk._record import Record
 
 if TYPE_CHECKING:
     from grader_sdk._http import HttpClient
@@ -36,17 +36,36 @@ _CAMEL = {
 }
 
 
-@dataclass
-class InvokeRequest:
+class InvokeRequest(Record):
     """One judge call. ``task`` is the typed hint non-LLM judges answer from."""
 
-    question: str
-    system_prompt: str | None = None
-    target: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    response_format: dict[str, Any] | None = None
-    task: dict[str, Any] | None = None
+    _fields = (
+        "question",
+        "system_prompt",
+        "target",
+        "temperature",
+        "max_tokens",
+        "response_format",
+        "task",
+    )
+
+    def __init__(
+        self,
+        question: str,
+        system_prompt: str | None = None,
+        target: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+        task: dict[str, Any] | None = None,
+    ) -> None:
+        self.question = question
+        self.system_prompt = system_prompt
+        self.target = target
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.response_format = response_format
+        self.task = task
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"question": self.question}
@@ -73,20 +92,41 @@ def request_to_wire(item: InvokeRequest | Mapping[str, Any] | str) -> dict[str, 
     raise TypeError(f"cannot send {type(item).__name__} as an invoke request")
 
 
-@dataclass
-class InvokeResult:
+class InvokeResult(Record):
     """One judge reply. ``finish_reason`` is stop, length, tool_calls or content_filter (None
     from a proxy that does not say); a reply cut off at ``length`` must not be read as whole.
     ``refusal`` is the provider's refusal message, when it gave one instead of an answer."""
 
-    raw_text: str
-    output: list[dict[str, Any]] = field(default_factory=list)
-    token_usage: dict[str, int] = field(default_factory=dict)
-    target: str = ""
-    cached: bool = False
-    latency_ms: float = 0.0
-    finish_reason: str | None = None
-    refusal: str | None = None
+    _fields = (
+        "raw_text",
+        "output",
+        "token_usage",
+        "target",
+        "cached",
+        "latency_ms",
+        "finish_reason",
+        "refusal",
+    )
+
+    def __init__(
+        self,
+        raw_text: str,
+        output: list[dict[str, Any]] | None = None,
+        token_usage: dict[str, int] | None = None,
+        target: str = "",
+        cached: bool = False,
+        latency_ms: float = 0.0,
+        finish_reason: str | None = None,
+        refusal: str | None = None,
+    ) -> None:
+        self.raw_text = raw_text
+        self.output = [] if output is None else output
+        self.token_usage = {} if token_usage is None else token_usage
+        self.target = target
+        self.cached = cached
+        self.latency_ms = latency_ms
+        self.finish_reason = finish_reason
+        self.refusal = refusal
 
     @property
     def text(self) -> str:
@@ -117,14 +157,25 @@ class InvokeResult:
         )
 
 
-@dataclass
-class ProxyInfo:
-    target_name: str
-    call_count: int
-    max_calls: int
-    available_targets: list[str] = field(default_factory=list)
-    #: budget units one request to the default target costs (a judge panel: one per member)
-    calls_per_request: int = 1
+class ProxyInfo(Record):
+    """The caller's grant. ``calls_per_request``: budget units one request to the default
+    target costs (a judge panel: one per member)."""
+
+    _fields = ("target_name", "call_count", "max_calls", "available_targets", "calls_per_request")
+
+    def __init__(
+        self,
+        target_name: str,
+        call_count: int,
+        max_calls: int,
+        available_targets: list[str] | None = None,
+        calls_per_request: int = 1,
+    ) -> None:
+        self.target_name = target_name
+        self.call_count = call_count
+        self.max_calls = max_calls
+        self.available_targets = [] if available_targets is None else available_targets
+        self.calls_per_request = calls_per_request
 
     @property
     def remaining(self) -> int:

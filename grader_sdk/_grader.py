@@ -12,7 +12,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import IO, Any, TypeVar
 
 from grader_sdk._context import (
@@ -28,6 +27,7 @@ from grader_sdk._errors import (
     UnsupportedRequest,
     UpstreamError,
 )
+from grader_sdk._record import Record
 
 PROTOCOL = "evalrun.grader/1"
 #: Set by evalrun to ``serve`` when the grader should run in stream mode.
@@ -69,24 +69,58 @@ class Abstain(Exception):
         self.details = details
 
 
-@dataclass
-class GraderInput:
+class GraderInput(Record):
     """A typed view of the stdin payload (either case accepted; fields are snake_case)."""
 
-    case_id: str = ""
-    question: str = ""
-    criteria: str | None = None
-    input: list[dict[str, Any]] = field(default_factory=list)
-    output: str | None = None
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    expected_output: list[dict[str, Any]] = field(default_factory=list)
-    reference_answer: str | None = None
-    config: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    grader: dict[str, Any] = field(default_factory=dict)
-    attempt: int = 0
-    protocol: str = PROTOCOL
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    _fields = (
+        "case_id",
+        "question",
+        "criteria",
+        "input",
+        "output",
+        "messages",
+        "expected_output",
+        "reference_answer",
+        "config",
+        "metadata",
+        "grader",
+        "attempt",
+        "protocol",
+        "raw",
+    )
+    _unshown = ("raw",)
+
+    def __init__(
+        self,
+        case_id: str = "",
+        question: str = "",
+        criteria: str | None = None,
+        input: list[dict[str, Any]] | None = None,
+        output: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        expected_output: list[dict[str, Any]] | None = None,
+        reference_answer: str | None = None,
+        config: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+        grader: dict[str, Any] | None = None,
+        attempt: int = 0,
+        protocol: str = PROTOCOL,
+        raw: dict[str, Any] | None = None,
+    ) -> None:
+        self.case_id = case_id
+        self.question = question
+        self.criteria = criteria
+        self.input = [] if input is None else input
+        self.output = output
+        self.messages = [] if messages is None else messages
+        self.expected_output = [] if expected_output is None else expected_output
+        self.reference_answer = reference_answer
+        self.config = {} if config is None else config
+        self.metadata = {} if metadata is None else metadata
+        self.grader = {} if grader is None else grader
+        self.attempt = attempt
+        self.protocol = protocol
+        self.raw = {} if raw is None else raw
 
     @classmethod
     def from_payload(cls, data: Mapping[str, Any]) -> GraderInput:
@@ -149,17 +183,28 @@ class GraderInput:
         return (self.criteria or "").strip() or (self.reference_answer or "").strip() or None
 
 
-@dataclass
-class GraderResult:
+class GraderResult(Record):
     """The stdout result; ``passed`` is written as ``pass``."""
 
-    score: float | None = None
-    passed: bool | None = None
-    reason: str = ""
-    hits: list[str] = field(default_factory=list)
-    misses: list[str] = field(default_factory=list)
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    details: Any = None
+    _fields = ("score", "passed", "reason", "hits", "misses", "checks", "details")
+
+    def __init__(
+        self,
+        score: float | None = None,
+        passed: bool | None = None,
+        reason: str = "",
+        hits: list[str] | None = None,
+        misses: list[str] | None = None,
+        checks: list[dict[str, Any]] | None = None,
+        details: Any = None,
+    ) -> None:
+        self.score = score
+        self.passed = passed
+        self.reason = reason
+        self.hits = [] if hits is None else hits
+        self.misses = [] if misses is None else misses
+        self.checks = [] if checks is None else checks
+        self.details = details
 
     def hit(self, text: str) -> GraderResult:
         self.hits.append(text)
@@ -398,8 +443,11 @@ def _emit(stdout: IO[str], data: dict[str, Any]) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
+    if isinstance(value, Record):
+        return value.as_dict()
+    dataclasses = sys.modules.get("dataclasses")  # a grader's own dataclass imported it
+    if dataclasses is not None and dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)

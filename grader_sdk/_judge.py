@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from grader_sdk._errors import BudgetExceeded, JudgeReplyError, ProtocolError, ProxyError
+from grader_sdk._record import Record
 from grader_sdk.replies import (
     Reading,
     read_statements,
@@ -107,16 +107,25 @@ STATEMENTS_FORMAT = _schema(
 )
 
 
-@dataclass
-class Verdict:
+class Verdict(Record):
     """One judged item. ``ok`` is None when the judge's reply could not be read (``reason``
     then says why)."""
 
-    ok: bool | None
-    reason: str = ""
-    node: int | None = None
-    confidence: float | None = None
-    raw: str = ""
+    _fields = ("ok", "reason", "node", "confidence", "raw")
+
+    def __init__(
+        self,
+        ok: bool | None,
+        reason: str = "",
+        node: int | None = None,
+        confidence: float | None = None,
+        raw: str = "",
+    ) -> None:
+        self.ok = ok
+        self.reason = reason
+        self.node = node
+        self.confidence = confidence
+        self.raw = raw
 
 
 # --- reading (the rules are grader_sdk.replies) ----------------------------------------------

@@ -329,3 +329,40 @@ def test_abstain_in_process() -> None:
 
     code, out, err = run_inline(grade, {})
     assert (code, json.loads(out), err) == (3, {"abstain": True, "reason": "nope"}, "")
+
+
+def test_the_sdk_imports_neither_dataclasses_nor_inspect() -> None:
+    """Their import was 8.7 ms of the SDK's ~20 ms, paid by every grader process
+    (docs/performance.md)."""
+    probe = "import sys, grader_sdk; print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", f"import sys; sys.path[:0] = [{str(ROOT)!r}]; {probe}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_sdk_records_compare_by_value_and_answer_as_json() -> None:
+    from dataclasses import dataclass
+
+    from grader_sdk import Verdict
+
+    @dataclass
+    class Own:
+        label: str
+
+    first = GraderInput(case_id="c1", raw={"big": "payload"})
+    assert first == GraderInput(case_id="c1", raw={"big": "payload"})
+    assert first != GraderInput(case_id="c2")
+    assert "case_id='c1'" in repr(first) and "payload" not in repr(first)
+    details = {"verdicts": [Verdict(True, "relevant", node=1)], "own": Own("x")}
+    out = io.StringIO()
+    code = run_grader(lambda inp: {"score": 1.0, "details": details}, io.StringIO("{}"), out)
+    assert code == 0
+    written = json.loads(out.getvalue())["details"]
+    assert written["verdicts"] == [
+        {"ok": True, "reason": "relevant", "node": 1, "confidence": None, "raw": ""}
+    ]
+    assert written["own"] == {"label": "x"}

@@ -15,6 +15,7 @@ import typer
 
 from evalrun.calibration.compare import calibrate as compare
 from evalrun.calibration.render import markdown, page
+from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.results.reader import read_results
 from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError
@@ -27,9 +28,7 @@ def calibrate(
     judges: list[str] = typer.Option(
         ..., "--judge", "-j", metavar="TARGET", help="A judge to compare (repeat for each)."
     ),
-    targets: Path | None = typer.Option(
-        None, "--targets", metavar="FILE", help="targets.yaml to use (default: the usual lookup)."
-    ),
+    targets: Path | None = TARGETS_FOR_EVAL,
     out: Path | None = typer.Option(
         None,
         "--out",

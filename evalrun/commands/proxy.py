@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.options import TARGETS
 from evalrun.targets import (
     ConfigError,
     TargetPool,
@@ -64,14 +65,7 @@ def proxy_command(
         ..., "--target", "-t", metavar="NAME", help="Default judge target of the grant."
     ),
     max_calls: int = typer.Option(100, "--max-calls", min=0, help="Call budget of the grant."),
-    targets: Path | None = typer.Option(
-        None,
-        "--targets",
-        metavar="FILE",
-        help="targets.yaml to use (default: targets.yaml or evals/targets.yaml here, then "
-        ".evalrun/targets.yaml here or upward; docs/targets.md).",
-        dir_okay=False,
-    ),
+    targets: Path | None = TARGETS,
     allow: list[str] = typer.Option(
         [],
         "--allow",

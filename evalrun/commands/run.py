@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError
 from evalrun.results.models import CaseResult
@@ -38,10 +39,6 @@ from evalrun.yamlsource import SourceError
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
-TARGETS_HELP = (
-    "targets.yaml to use (default: beside the eval file, then targets.yaml or "
-    "evals/targets.yaml here, then .evalrun/targets.yaml here or upward; docs/targets.md)."
-)
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
 
@@ -82,13 +79,7 @@ def run(
         metavar="NAME",
         help="Target the graders' judge calls go to (default: the file's judge, else the target).",
     ),
-    targets: Path | None = typer.Option(
-        None,
-        "--targets",
-        metavar="FILE",
-        dir_okay=False,
-        help=TARGETS_HELP,
-    ),
+    targets: Path | None = TARGETS_FOR_EVAL,
     workers: int = typer.Option(
         4, "--workers", "-w", min=1, metavar="N", help="Cases in flight at once."
     ),
@@ -348,9 +339,7 @@ def validate(
     judge: str | None = typer.Option(
         None, "--judge", metavar="NAME", help="Check as if run with --judge NAME."
     ),
-    targets: Path | None = typer.Option(
-        None, "--targets", metavar="FILE", dir_okay=False, help=TARGETS_HELP
-    ),
+    targets: Path | None = TARGETS_FOR_EVAL,
 ) -> None:
     """Check eval files as a run would, without the network: the format, the targets (known,
     keys set, extras installed), grader programs and scripts, the rubric. Exit 2 if any fails."""

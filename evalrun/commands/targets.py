@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.options import TARGETS
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
@@ -25,14 +26,6 @@ from evalrun.targets import (
 )
 from evalrun.yamlsource import SourceError
 
-TargetsOption = typer.Option(
-    None,
-    "--targets",
-    metavar="FILE",
-    help="targets.yaml to use (default: targets.yaml or evals/targets.yaml here, then "
-    ".evalrun/targets.yaml here or upward; docs/targets.md).",
-    dir_okay=False,
-)
 PROBE = "Reply with the single word OK."
 #: Judges that answer typed tasks only (docs/proxy.md) are probed with a tiny typed task.
 TYPED_PROBE = {
@@ -58,7 +51,7 @@ def _key_column(config: TargetConfig, env: dict[str, str]) -> tuple[str, str]:
     return "-", "-"
 
 
-def list_targets(targets: Path | None = TargetsOption) -> None:
+def list_targets(targets: Path | None = TARGETS) -> None:
     """List configured targets: name, kind, model, key variable and whether it is set."""
     try:
         lookup, file = _load(targets)
@@ -79,7 +72,7 @@ def list_targets(targets: Path | None = TargetsOption) -> None:
 
 def check_target(
     name: str = typer.Argument(..., help="Target name from targets.yaml."),
-    targets: Path | None = TargetsOption,
+    targets: Path | None = TARGETS,
     prompt: str = typer.Option(PROBE, "--prompt", metavar="TEXT", help="What to send."),
     retries: int = typer.Option(0, "--retries", min=0, help="Retries on retryable errors."),
 ) -> None:

@@ -17,6 +17,7 @@ from evalrun.reporters.compare import compare_bundles
 from evalrun.reporters.merge import merge_bundles
 from evalrun.results import reader
 from evalrun.results.scan import scan_results
+from evalrun.results.summary import RunMeta
 
 #: Lines that are not results, each with why.
 DAMAGED = [
@@ -145,3 +146,22 @@ def test_a_lone_surrogate_escape_reads_as_json_reads_it(tmp_path: Path) -> None:
     line = (run / "results.jsonl").read_bytes().replace(b'"an answer"', b'"an \\ud800 answer"')
     (run / "results.jsonl").write_bytes(line)
     assert [c.output for c in reader.read_results(run)] == ["an \ud800 answer"]
+
+
+def test_summary_json_reads_back_as_typed_run_metadata(tmp_path: Path) -> None:
+    run = write_bundle(
+        tmp_path / "run",
+        [case("a", [grader("g", 0.9)])],
+        meta={"shard": "2/3", "targets": {"mock": {"calls": 1}}, "exit_code": "zero"},
+    )
+    meta = reader.read_meta(run)
+    assert (meta.eval, meta.shard, meta.duration_s, meta.complete) == (
+        "rag-demo",
+        "2/3",
+        60.0,
+        True,
+    )
+    assert meta.exit_code is None  # a known key of the wrong type reads as unknown
+    assert meta.extra == {"targets": {"mock": {"calls": 1}}}  # statistics are recomputed
+    assert RunMeta.from_dict(meta.to_dict()) == meta
+    assert reader.read_meta(tmp_path / "nowhere") == RunMeta()

@@ -41,8 +41,6 @@ GRADERS = ("contextual_precision", "contextual_recall", "quality", "pattern", "p
 OUTCOMES = ("read right", "wrong", "abstained right", "abstained wrong", "error")
 FIXED_STATEMENTS = '{"statements": ["The bridge opened in 1932."]}'
 FIXED_ATTRIBUTION = '{"attributable": true, "node": 1, "reason": "passage 1 says so"}'
-PATTERN_CODES = ("PIF", "POI", "PC", "CA", "SRC", "IR", "PR", "R1", "R2", "R3")
-PROMPT_DIMENSIONS = ("clarity", "effectiveness", "structure", "specificity", "completeness")
 
 REACT_TRANSCRIPT = (
     "Thought: I need the population of the town first.\nAction: search[Ravenholt population]\n"

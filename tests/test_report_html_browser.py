@@ -25,12 +25,21 @@ from report_helpers import grader, judge_calls_for, mixed_cases, random_cases, w
 from evalrun.reporters import write_reports
 from evalrun.reporters.bundle_view import DETAIL_LIMIT, case_reason
 from evalrun.reporters.html import PAGE
-from evalrun.results.scan import problem_rank
+from evalrun.results.models import CaseResult
+from evalrun.results.scan import PROBLEMS_FIRST
 
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+
+
+def problem_rank(case: CaseResult) -> tuple[int, int, int]:
+    """The report order, spelled out for the tests: status (problems first), the case's line in
+    its eval file, repeat; results without a line after those, in file order."""
+    if case.line is None:
+        return (PROBLEMS_FIRST[case.status], 1 << 30, 0)
+    return (PROBLEMS_FIRST[case.status], case.line, int(case.repeat or 0))
 
 
 class Browser:

@@ -26,17 +26,6 @@ _REPEAT_BITS = 6
 _OFFSET_BITS = 64 - _LINE_BITS - _REPEAT_BITS
 
 
-def problem_rank(case: CaseResult) -> tuple[int, int, int]:
-    """Sort key of the report order (see :class:`CaseIndex`) for a result in memory; results
-    without a line keep their order (a stable sort)."""
-    line = case.line if case.line is not None else _NO_LINE
-    return (
-        PROBLEMS_FIRST[case.status],
-        line,
-        int(case.repeat or 0) if case.line is not None else 0,
-    )
-
-
 @dataclass
 class CaseIndex:
     """Where each result's line is, in report order: problems first (error, failed, unscored,

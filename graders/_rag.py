@@ -10,7 +10,6 @@ contextual recall:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from grader_sdk import (
@@ -25,15 +24,22 @@ from grader_sdk import (
 AGGREGATES = ("weighted", "mean")
 
 
-@dataclass
 class RetrievalGroup:
-    """One ranked list of nodes: a tool call's results, or the whole flattened context."""
+    """One ranked list of nodes: a tool call's results, or the whole flattened context.
 
-    label: str
-    nodes: list[str]
-    query: str | None = None
-    tool: str | None = None
-    verdicts: list[Any] = field(default_factory=list)
+    A plain class, not a dataclass: importing ``dataclasses`` (and ``inspect``) would cost every
+    RAG grader process ~9 ms at start (docs/performance.md)."""
+
+    __slots__ = ("label", "nodes", "query", "tool", "verdicts")
+
+    def __init__(
+        self, label: str, nodes: list[str], query: str | None = None, tool: str | None = None
+    ) -> None:
+        self.label = label
+        self.nodes = nodes
+        self.query = query
+        self.tool = tool
+        self.verdicts: list[Any] = []
 
 
 def precision_at_k(relevance: Sequence[bool]) -> list[float]:

@@ -175,3 +175,16 @@ def test_configured_retrieval_context_wins() -> None:
     assert retrieval_groups(nested)[0].nodes == ["X1", "X2", "Y1"]
     groups = retrieval_groups(nested, per_tool_call=True)
     assert [(g.label, g.nodes) for g in groups] == [("list 1", ["X1", "X2"]), ("list 2", ["Y1"])]
+
+
+def test_the_rag_graders_import_no_dataclasses() -> None:
+    """A RAG grader process starts without ``dataclasses``/``inspect`` (docs/performance.md)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, graders.contextual_precision, graders.contextual_recall;"
+        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -116,7 +116,9 @@ def test_resume_reads_the_same_lines(tmp_path: Path, finished: str) -> None:
     results = reader.read_results(out)
     assert [c.id for c in results] == ["a", "b", "c"]
     assert results[0].status == finished  # the kept line, not graded again
-    assert b"torn" not in (out / "results.jsonl").read_bytes()
+    # appended to, not rewritten: the damaged lines stay where they were, skipped, and the
+    # torn last line was ended so the first new result starts a line of its own
+    assert (out / "results.jsonl").read_bytes().startswith(lines + b"\n")
 
 
 def test_a_judge_call_line_reads_back_as_written() -> None:

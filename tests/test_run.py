@@ -11,6 +11,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from evalrun.results import reader
 from tests.conftest import read_bundle, run_cli
 from tests.fault_helpers import working_in
 
@@ -193,6 +194,27 @@ def test_resume_skips_finished_cases(tmp_path):
     cases, summary = read_bundle(out)
     assert sorted(c["id"] for c in cases) == ["france", "given", "spain"]
     assert summary["counts"]["total"] == 3
+
+
+def test_resume_keeps_every_earlier_line_and_judge_call(tmp_path):
+    """--resume appends: the finished cases' lines and judge calls stay as they were, and a line
+    torn by a crash (kill -9 mid-write) costs only its own case, which is graded again."""
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "o"
+    assert run_cli(str(path), "--out", str(out), "--filter", "france").returncode == 0
+    before = (out / "results.jsonl").read_bytes()
+    calls_before = (out / "judge-calls.jsonl").read_bytes()
+    assert json.loads(calls_before)["case_id"] == "france"
+    torn = b'{"id": "spain", "status": "passed", "sco'  # what a crash mid-write leaves
+    (out / "results.jsonl").write_bytes(before + torn)
+    run_cli(str(path), "--resume", str(out))
+    after = (out / "results.jsonl").read_bytes()
+    assert after.startswith(before + torn + b"\n")  # nothing earlier rewritten or lost
+    assert (out / "judge-calls.jsonl").read_bytes().startswith(calls_before)
+    assert sorted(c.id for c in reader.read_results(out)) == ["france", "given", "spain"]
+    assert json.loads((out / "summary.json").read_text())["counts"]["total"] == 3
+    calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
+    assert sorted(c["case_id"] for c in calls) == ["france", "given", "spain"]
 
 
 def test_ctrl_c_kills_graders_writes_incomplete_summary_and_exits_130(tmp_path):

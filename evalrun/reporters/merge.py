@@ -185,7 +185,7 @@ def merge_bundles(
     if warnings:
         summary["warnings"] = warnings
 
-    writer = BundleWriter(out_dir)
+    writer = BundleWriter(out_dir, mode="overwrite")
     try:
         for case in cases:
             writer.add_case(case)

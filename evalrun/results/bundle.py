@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from evalrun.judgecall import JudgeCall
 from evalrun.results.models import CaseResult
@@ -70,27 +71,49 @@ def _lock(handle: IO[str], directory: Path) -> None:
         raise BundleError(f"{directory}: another evalrun is writing this run bundle") from None
 
 
+WriteMode = Literal["new", "resume", "overwrite"]
+
+
+def _end_torn_line(handle: IO[str]) -> None:
+    """End a last line that a crash left without its newline, so what comes next starts a line
+    of its own (the torn one is skipped by the reader, docs/results.md)."""
+    path = Path(handle.name)
+    if path.stat().st_size == 0:
+        return
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) != b"\n":
+            handle.write("\n")
+            handle.flush()
+
+
 class BundleWriter:
     """Appends each case the moment it finishes and flushes, so a crash loses nothing.
 
-    ``exclusive``: ``results.jsonl`` must not exist yet (a run's own fresh folder), so two runs
-    can never write one bundle. Otherwise (``--resume``, merge) the files are rewritten. Either
-    way the results file stays locked until :meth:`close`.
+    ``mode``: ``new``, ``results.jsonl`` must not exist yet (a run's own fresh folder), so two
+    runs can never write one bundle; ``resume``, both files are appended to and nothing written
+    before is touched (a line a crash tore is ended, so it stays one skipped line); ``overwrite``
+    (merge ``--force``), both files start empty. The results file stays locked until
+    :meth:`close`.
     """
 
-    def __init__(self, directory: Path, *, exclusive: bool = False) -> None:
+    def __init__(self, directory: Path, *, mode: WriteMode) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         try:
-            results = open(directory / RESULTS, "x" if exclusive else "a", encoding="utf-8")  # noqa: SIM115
+            results = open(directory / RESULTS, "x" if mode == "new" else "a", encoding="utf-8")  # noqa: SIM115
         except FileExistsError:
             raise BundleError(f"{directory}: another run has started writing here") from None
         _lock(results, directory)
-        results.truncate(0)
         self._results: IO[str] = results
-        self._fresh = exclusive
+        self._fresh = mode == "new"
         self.failed = False
-        self._calls: IO[str] = open(directory / JUDGE_CALLS, "w", encoding="utf-8")  # noqa: SIM115
+        self._calls: IO[str] = open(directory / JUDGE_CALLS, "a", encoding="utf-8")  # noqa: SIM115
+        for handle in (self._results, self._calls):
+            if mode == "overwrite":
+                handle.truncate(0)
+            elif mode == "resume":
+                _end_torn_line(handle)
 
     def add_case(self, case: CaseResult) -> None:
         self._write(self._results, [case.to_dict()])

@@ -194,14 +194,9 @@ class EvalRun:
         """Claim this run's bundle folder and open its files (BundleError: exit 2, nothing ran).
         With ``--resume`` the finished cases already there are kept."""
         options = self.options
-        if options.resume:
-            previous = read_results(options.out)
-            done = finished_keys(previous)
-            kept = [c for c in previous if (c.id, c.repeat) in done]
-            writer = BundleWriter(options.out)
-            for case in kept:
-                writer.add_case(case)
-            self._kept = {(c.id, c.repeat) for c in kept}
+        if options.resume:  # appended to: the lines already there stay as they are
+            writer = BundleWriter(options.out, mode="resume")
+            self._kept = finished_keys(read_results(options.out))
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
@@ -210,7 +205,7 @@ class EvalRun:
             self.sandbox = dataclasses.replace(self.sandbox, masked=masked)
             options.out = out
         self._kept = set()
-        return BundleWriter(out, exclusive=True)
+        return BundleWriter(out, mode="new")
 
     async def run(self, writer: BundleWriter | None = None) -> RunOutcome:
         options = self.options

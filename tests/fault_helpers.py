@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -14,6 +15,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from tests.conftest import run_cli
 
 #: A prompt carrying ``[fault:NAME]`` makes ``FakeOpenAI`` answer with that fault.
 FAULTS = (
@@ -168,6 +171,13 @@ def write_suite(
     path = folder / "suite.eval.yaml"
     path.write_text(json.dumps({"judge": judge, "graders": graders, "tests": "cases.jsonl"}))
     return path
+
+
+def run_suite(path: Path, out: Path, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run a suite from ``write_suite`` into ``out`` from its folder, without the response cache;
+    ``env`` adds to the test environment (``cli_env``)."""
+    argv = (str(path), "--out", str(out), *extra, "--no-cache")
+    return run_cli(*argv, cwd=path.parent, env=cli_env(**env))
 
 
 def recorded_pids(folder: Path) -> list[int]:

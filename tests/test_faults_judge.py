@@ -10,13 +10,13 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.conftest import read_bundle, run_cli
+from tests.conftest import read_bundle
 from tests.fault_helpers import (
     FakeOpenAI,
-    cli_env,
     one_result_per_case,
     port_closed,
     recorded_pids,
+    run_suite,
     working_in,
     write_suite,
 )
@@ -79,15 +79,8 @@ def test_judge_faults_are_retried_then_leave_the_case_unscored(tmp_path: Path) -
         impatient = {**judge, "name": "impatient-judge", "timeout": 0.5}
         path = write_suite(tmp_path, graders=[grader], cases=cases, targets=[judge, impatient])
         out = tmp_path / "out"
-        result = run_cli(
-            str(path),
-            "--out",
-            str(out),
-            "--workers",
-            str(len(cases)),
-            "--no-cache",
-            cwd=tmp_path,
-            env=cli_env(FAKE_JUDGE_KEY="sk-fake-judge-key"),
+        result = run_suite(
+            path, out, "--workers", str(len(cases)), FAKE_JUDGE_KEY="sk-fake-judge-key"
         )
         hits = {fault: fake.hits_for(fault) for fault in EXPECTED}
 

@@ -10,8 +10,7 @@ import re
 import sys
 from pathlib import Path
 
-from tests.conftest import run_cli
-from tests.fault_helpers import cli_env, one_result_per_case, write_suite
+from tests.fault_helpers import one_result_per_case, run_suite, write_suite
 from tests.hardening_helpers import assert_bundle_agrees
 
 INJECTED = "::error file=x.py,line=1::injected"
@@ -50,14 +49,7 @@ def test_no_printed_line_is_a_workflow_command_and_controls_are_escaped(tmp_path
     path.write_text(json.dumps({**spec, "description": DESCRIPTION}))
     step_summary = tmp_path / "step-summary.md"
     out = tmp_path / "out"
-    result = run_cli(
-        str(path),
-        "--out",
-        str(out),
-        "--no-cache",
-        cwd=tmp_path,
-        env=cli_env(GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(step_summary)),
-    )
+    result = run_suite(path, out, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(step_summary))
 
     assert result.returncode == 1, result.stdout + result.stderr  # three cases fail, honestly
     one_result_per_case([json.loads(line) for line in (out / "results.jsonl").open()], IDS)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import run_cli
-from tests.fault_helpers import cli_env, one_result_per_case, write_suite
+from tests.fault_helpers import one_result_per_case, run_suite, write_suite
 from tests.hardening_helpers import RecordingOpenAI, openai_target, proxy_process, wait_until
 
 #: proxy/app.py BATCH_PARALLEL: batch calls that may be running upstream at one moment
@@ -112,14 +111,7 @@ def test_the_batch_of_a_grader_that_exits_is_cancelled_and_queued_calls_are_not_
             targets=[openai_target(fake, max_concurrency=PARALLEL)],
         )
         out = tmp_path / "out"
-        result = run_cli(
-            str(path),
-            "--out",
-            str(out),
-            "--no-cache",
-            cwd=tmp_path,
-            env=cli_env(FAKE_JUDGE_KEY="sk-fake-judge-key"),
-        )
+        result = run_suite(path, out, FAKE_JUDGE_KEY="sk-fake-judge-key")
         reached = fake.count
         time.sleep(1.0)
         assert fake.count == reached  # nothing more goes upstream after the run
@@ -204,14 +196,7 @@ def test_graders_see_no_credentials_and_their_token_never_reaches_the_bundle(
         targets=[{"name": "judge", "kind": "mock", "default": "{}"}],
     )
     out = tmp_path / "out"
-    result = run_cli(
-        str(path),
-        "--out",
-        str(out),
-        "--no-cache",
-        cwd=tmp_path,
-        env=cli_env(**SECRET_LOOKING, MY_SETTING="kept", GIT_AUTHOR_NAME="kept too"),
-    )
+    result = run_suite(path, out, **SECRET_LOOKING, MY_SETTING="kept", GIT_AUTHOR_NAME="kept too")
 
     assert result.returncode == 0, result.stdout + result.stderr
     seen = json.loads((tmp_path / "seen.json").read_text())

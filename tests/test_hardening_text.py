@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tests.fault_helpers import cli_env, one_result_per_case, write_suite
+from tests.fault_helpers import cli_env, one_result_per_case, run_suite, write_suite
 from tests.hardening_helpers import (
     RecordingOpenAI,
     assert_bundle_agrees,
@@ -87,14 +87,7 @@ def test_a_lone_surrogate_in_a_judge_reply_is_repaired_once_and_recorded(tmp_pat
             targets=[openai_target(fake)],
         )
         out = tmp_path / "out"
-        result = run_cli(
-            str(path),
-            "--out",
-            str(out),
-            "--no-cache",
-            cwd=tmp_path,
-            env=cli_env(FAKE_JUDGE_KEY="sk-fake-judge-key"),
-        )
+        result = run_suite(path, out, FAKE_JUDGE_KEY="sk-fake-judge-key")
         upstream_calls = fake.count
 
     assert result.returncode == 0, result.stdout + result.stderr

@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,12 +113,22 @@ def child_env(cache_dir: Path, **extra: str) -> dict[str, str]:
 
 
 def write_suite(folder: Path, cases: int, graders: list[dict], judge: dict | None) -> Path:
+    rows = (
+        {"id": f"case-{i:05d}", "input": f"Question number {i}?", "output": f"Paris {i}"}
+        for i in range(cases)
+    )
+    return write_jsonl_suite(folder, rows, graders, judge)
+
+
+def write_jsonl_suite(
+    folder: Path, rows: Iterable[dict], graders: list[dict], judge: dict | None
+) -> Path:
+    """An eval file whose tests are ``rows`` in cases.jsonl, with ``judge`` its only target."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "targets.yaml").write_text(json.dumps({"targets": [judge] if judge else []}))
     with open(folder / "cases.jsonl", "w") as f:
-        for i in range(cases):
-            case = {"id": f"case-{i:05d}", "input": f"Question number {i}?", "output": f"Paris {i}"}
-            f.write(json.dumps(case) + "\n")
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
     suite: dict = {"graders": graders, "tests": "cases.jsonl"}
     if judge:
         suite["judge"] = judge["name"]

@@ -44,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench_e2e import write_jsonl_suite
+
 ROOT = Path(__file__).resolve().parents[1]
 
 ONE_CALL_GRADER = """\
@@ -162,30 +164,24 @@ def cases(n: int) -> list[dict]:
     ]
 
 
+def precision_row(case: dict) -> dict:
+    """A case whose retrieval (the expected tool call) is the three passages."""
+    retrieval = {
+        "tool": "vector_search",
+        "input": {"query": case["question"]},
+        "output": {"results": [f"{p} ({case['id']})" for p in PASSAGES]},
+    }
+    return {
+        "id": case["id"],
+        "input": case["question"],
+        "criteria": "The answer names Paris as the capital.",
+        "output": case["answer"],
+        "expected_output": [{"role": "assistant", "tool_calls": [retrieval]}],
+    }
+
+
 def evalrun_suite(folder: Path, n: int, graders: list[dict], judge: dict | None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "targets.yaml").write_text(json.dumps({"targets": [judge] if judge else []}))
-    with open(folder / "cases.jsonl", "w") as f:
-        for case in cases(n):
-            retrieval = {
-                "tool": "vector_search",
-                "input": {"query": case["question"]},
-                "output": {"results": [f"{p} ({case['id']})" for p in PASSAGES]},
-            }
-            row = {
-                "id": case["id"],
-                "input": case["question"],
-                "criteria": "The answer names Paris as the capital.",
-                "output": case["answer"],
-                "expected_output": [{"role": "assistant", "tool_calls": [retrieval]}],
-            }
-            f.write(json.dumps(row) + "\n")
-    suite: dict = {"graders": graders, "tests": "cases.jsonl"}
-    if judge:
-        suite["judge"] = judge["name"]
-    path = folder / "bench.eval.yaml"
-    path.write_text(json.dumps(suite))
-    return path
+    return write_jsonl_suite(folder, map(precision_row, cases(n)), graders, judge)
 
 
 def run_evalrun(

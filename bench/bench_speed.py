@@ -9,7 +9,11 @@ a loopback fake (``bench/fake_judge.py``, its own process) that answers after a 
 The rows run with ``--sandbox none`` unless ``--sandbox`` says otherwise: CPU spent inside a
 bubblewrap PID namespace is not counted by ``wait4``, so a sandboxed run's CPU floor is too low.
 Each checkout first runs a few cases unmeasured, so every row finds its bytecode compiled (the
-bench's bytecode cache starts empty), as an installed package has it.
+bench's bytecode cache starts empty), as an installed package has it. Every Python process of a
+row (evalrun, its graders, promptfoo's ``python`` assertion) runs on a throwaway interpreter that
+sees the checkout and this environment's packages on a plain ``sys.path`` (``bench_python``), as
+a user's ``pip install evalrun`` does: a development install's import hook (``pip install -e``
+puts one in a ``.pth`` file) costs every Python process ~13 ms that a user's install does not.
 
     latency floor = ceil(cases / workers) x judge rounds per case x latency
     CPU floor     = CPU seconds of the run (evalrun and every grader process) / CPU cores
@@ -37,6 +41,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import urllib.request
@@ -97,13 +102,33 @@ class Run:
 
 
 CORES = os.cpu_count() or 1
+#: The interpreter of every measured process (``bench_python``); this one until main sets it.
+PYTHON = sys.executable
+
+
+def bench_python(work: Path) -> str:
+    """A virtual environment without packages of its own whose ``sys.path`` lists this one's
+    site-packages: the same packages, minus the ``.pth`` import hooks found there (they run at
+    every interpreter start). The checkout itself comes from ``PYTHONPATH`` (``child_env``)."""
+    folder = work / "python"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    python = folder / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    packages = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    Path(site, "bench-packages.pth").write_text("\n".join(packages) + "\n")
+    return str(python)
 
 
 class FakeJudge:
     def __init__(self, latency_ms: float) -> None:
         self.proc = subprocess.Popen(
             [
-                sys.executable,
+                sys.executable,  # not measured
                 str(ROOT / "bench" / "fake_judge.py"),
                 "--latency-ms",
                 str(latency_ms),
@@ -189,7 +214,7 @@ def run_evalrun(
 ) -> Run:
     """``sandbox``: the ``--sandbox`` level, None for a checkout that has no such option."""
     shutil.rmtree(path.parent / "out", ignore_errors=True)  # the run before, with --runs N
-    argv = [sys.executable, "-m", "evalrun", str(path), "--out", str(path.parent / "out")]
+    argv = [PYTHON, "-m", "evalrun", str(path), "--out", str(path.parent / "out")]
     argv += ["--quiet", "--workers", str(workers), "--no-cache"]
     if sandbox is not None:
         argv += ["--sandbox", sandbox]
@@ -262,7 +287,7 @@ def run_promptfoo(
         "PROMPTFOO_DISABLE_TELEMETRY": "1",
         "PROMPTFOO_DISABLE_UPDATE": "1",
         "PROMPTFOO_CONFIG_DIR": str(work / "promptfoo-home"),
-        "PROMPTFOO_PYTHON": sys.executable,
+        "PROMPTFOO_PYTHON": PYTHON,
     }
     out = path.parent / "results.json"
     argv = [*command, "eval", "-c", str(path), "-j", str(workers), "--no-cache"]
@@ -299,6 +324,7 @@ class Row:
 
 
 def main() -> None:
+    global PYTHON
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--workers", type=int, default=8)
@@ -330,6 +356,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="evalrun-bench-") as tmp:
         work = Path(tmp)
+        PYTHON = bench_python(work)
         env = child_env(work)
         judge = FakeJudge(args.latency_ms)
         try:
@@ -386,7 +413,7 @@ def main() -> None:
             (one_call_folder / "grader.py").write_text(ONE_CALL_GRADER)
             one_call = {
                 "name": "judged",
-                "command": [sys.executable, "grader.py"],
+                "command": [PYTHON, "grader.py"],
                 "mode": "serve",
                 "target": {"max_calls": 1},
             }
@@ -394,7 +421,7 @@ def main() -> None:
             check_folder = work / "check"
             check_folder.mkdir()
             (check_folder / "grader.py").write_text(CHECK_GRADER)
-            check = {"name": "check", "command": [sys.executable, "grader.py"], "mode": "serve"}
+            check = {"name": "check", "command": [PYTHON, "grader.py"], "mode": "serve"}
             check_suite = evalrun_suite(check_folder, args.cases, [check], None)
 
             promptfoo = None if args.no_promptfoo else promptfoo_command(args.promptfoo)

@@ -1,3 +1,3 @@
-from evalrun.cli import main
+from evalrun.cli import entry
 
-main()
+entry()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib
+import os
 import sys
 import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +45,30 @@ def _options(
     """Run LLM evaluation files: YAML cases, graders in any language, a loopback judge proxy."""
 
 
-#: Modules under evalrun.commands that add commands to ``app`` (each has ``register(app)``).
-COMMAND_MODULES: tuple[str, ...] = (
-    "run",
-    "score",
-    "rubrics",
-    "targets",
-    "report",
-    "proxy",
-    "grader",
-    "sdk",
-    "calibrate",
-)
+#: Every command, and the module under evalrun.commands that adds it to ``app`` (each has
+#: ``register(app)``): a run imports its own module only.
+COMMANDS: dict[str, str] = {
+    "run": "run",
+    "validate": "run",
+    "schema": "run",
+    "score": "score",
+    "rubrics": "rubrics",
+    "targets": "targets",
+    "report": "report",
+    "merge": "report",
+    "compare": "report",
+    "proxy": "proxy",
+    "grader": "grader",
+    "sdk": "sdk",
+    "calibrate": "calibrate",
+}
 
 #: Options of ``evalrun`` itself; anything else in front of the file belongs to ``run``.
 ROOT_OPTIONS = ("--help", "--version", "--install-completion", "--show-completion")
 
 
-def _register_all() -> None:
-    for name in COMMAND_MODULES:
+def register(modules: Iterable[str]) -> None:
+    for name in dict.fromkeys(modules):
         importlib.import_module(f"evalrun.commands.{name}").register(app)
 
 
@@ -105,12 +113,35 @@ def tidy_help(command: Any, ctx: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = route(list(sys.argv[1:] if argv is None else argv), set(COMMANDS))
     make_undumpable()
-    _register_all()
-    commands = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    # the command asked for, or all of them (for --help, and for the error on an unknown one)
+    register([COMMANDS[args[0]]] if args and args[0] in COMMANDS else COMMANDS.values())
     command = typer.main.get_command(app)
     context_class = getattr(command, "context_class", None)
     if context_class is not None:
         tidy_help(command, context_class(command, info_name="evalrun"))
-    command.main(args=route(args, commands), prog_name="evalrun")
+    command.main(args=args, prog_name="evalrun")
+
+
+def entry() -> None:
+    """The ``evalrun`` program: ``main``, then an exit without the interpreter's teardown.
+
+    Freeing every object and module one by one takes ~40 ms at the end of each run and changes
+    nothing on disk: the bundle's files are closed by then, the ``atexit`` hooks still run (a
+    Ray cluster the run started stops in one) and stdout and stderr are flushed here."""
+    try:
+        main()
+        code: object = 0
+    except SystemExit as exc:
+        code = exc.code
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # what the interpreter does with a non-integer code
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (`evalrun ... | head`) or stream
+            code = code or 1
+    os._exit(code or 0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -246,3 +248,47 @@ def test_version_flag():
 
     result = run_cli("--version")
     assert result.returncode == 0 and result.stdout.strip() == f"evalrun {__version__}"
+
+
+def test_the_program_flushes_and_runs_atexit_hooks_before_its_quick_exit():
+    """``entry`` ends the process with ``os._exit`` (no teardown): whatever was printed still
+    arrives whole, ``atexit`` hooks (a Ray cluster's shutdown) still run, the code is kept."""
+    script = (
+        "import atexit, sys\n"
+        "from evalrun.cli import entry\n"
+        "atexit.register(lambda: print('hook ran', file=sys.stderr))\n"
+        "sys.argv = ['evalrun', *sys.argv[1:]]\n"
+        "entry()\n"
+        "print('after entry')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "schema"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and json.loads(done.stdout)["title"] == "evalrun eval file"
+    assert "hook ran" in done.stderr and "after entry" not in done.stdout
+    failed = subprocess.run(
+        [sys.executable, "-c", script, "validate", "no-such.eval.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert failed.returncode == 2 and "hook ran" in failed.stderr
+
+
+def test_the_command_table_says_which_module_adds_each_command():
+    """``evalrun run ...`` imports the run command's module only, found through this table."""
+    import importlib
+
+    import typer
+
+    from evalrun.cli import COMMANDS
+
+    added: dict[str, str] = {}
+    for module in dict.fromkeys(COMMANDS.values()):
+        app = typer.Typer()
+        importlib.import_module(f"evalrun.commands.{module}").register(app)
+        for name in [c.name for c in app.registered_commands] + [
+            g.name for g in app.registered_groups
+        ]:
+            added[name] = module
+    assert added == COMMANDS

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from evalrun.commands.grader_check import CheckResult
 
 grader_app = typer.Typer(
@@ -58,6 +58,9 @@ def check(
             command, cwd=cwd.resolve(), max_calls=max_calls, timeout=timeout, modes=modes[mode]
         )
     )
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console()
     table = Table(title=f"grader check: {' '.join(command)}", title_justify="left")
     for column in ("payload", "mode", "status", "score", "judge calls", "findings"):

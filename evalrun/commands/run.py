@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
@@ -268,6 +265,10 @@ PLAIN_WIDTH = 10_000
 
 def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -> None:
     """The rows the run kept for the table (all, or the problems first: see TableRows)."""
+    from rich.console import Console  # not imported by a --quiet run
+    from rich.table import Table
+    from rich.text import Text
+
     console = Console()
     if not console.is_terminal:  # a CI log or a file: no 80-column cut (rich's default)
         console = Console(width=PLAIN_WIDTH)

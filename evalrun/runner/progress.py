@@ -7,8 +7,6 @@ import sys
 import time
 from typing import TextIO
 
-from rich.markup import escape
-
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.safetext import printable
@@ -75,6 +73,8 @@ class Progress:
                 stats=f"pass {rate:.0%} · judge calls {self.judge_calls}",
             )
             if case.status in ("failed", "error"):
+                from rich.markup import escape  # the bar imported rich already
+
                 color = _STATUS_STYLE[case.status]
                 self._bar.console.print(
                     f"[{color}]{case.status}[/] {escape(printable(self._label(case)))}: "

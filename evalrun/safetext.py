@@ -18,8 +18,10 @@ from typing import Any
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
-#: C0 controls but tab and newline, DEL, C1 controls, line/paragraph separators, bidi controls
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+#: The characters :func:`escape_controls` shows as escapes, as a regex character-class body: C0
+#: controls but tab and newline, DEL, C1 controls, line/paragraph separators, bidi controls.
+CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 #: a workflow command is a line that starts with ``::`` after leading white space (v2), or holds
 #: ``##[`` anywhere (v1)
 _COMMAND_LINE = re.compile(r"^(\s*)::", re.MULTILINE)

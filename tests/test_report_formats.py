@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import html as std_html
 import io
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -22,12 +24,15 @@ from report_helpers import (
 )
 
 from evalrun.reporters import FORMATS, load_bundle, markdown, render, write_reports
+from evalrun.reporters import html as html_report
+from evalrun.reporters.fmt import pretty_json
 from evalrun.reporters.github import (
     annotations,
     escape_data,
     escape_property,
     github_actions_report,
 )
+from evalrun.safetext import escape_controls, no_workflow_commands
 
 XSD = Path(__file__).parent / "data" / "junit.xsd"
 XMLLINT = shutil.which("xmllint")
@@ -235,3 +240,41 @@ def test_the_documented_workflows_parse() -> None:
     jobs = yaml.safe_load(snippet)["jobs"]
     assert jobs["merge"]["needs"] == "eval"
     assert any("evalrun merge" in s.get("run", "") for s in jobs["merge"]["steps"])
+
+
+def _json_like(rng: random.Random, depth: int = 0) -> object:
+    """Nested data as graders and judge calls hold it, plus what ``default=str`` covers."""
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice(
+            [NASTY, "", "plain", 0, -7, 10**30, 0.1, 1e-300, float("nan"), float("inf"),
+             -float("inf"), True, False, None, (1, "two"), Path("/tmp/x")]
+        )  # fmt: skip
+    if roll < 0.65:
+        keys = ["k", "é", "", 1, 2.5, True, None]
+        return {
+            (rng.choice(keys) if rng.random() < 0.3 else f"k{i}"): _json_like(rng, depth + 1)
+            for i in range(rng.randint(0, 4))
+        }
+    return [_json_like(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+
+
+def test_pretty_json_is_what_json_dumps_indents() -> None:
+    """The reports' fast indented JSON gives the standard library's text, byte for byte."""
+    rng = random.Random(7)
+    for _ in range(3000):
+        value = _json_like(rng)
+        assert pretty_json(value) == json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def test_html_escaping_takes_no_shortcut_that_changes_the_text() -> None:
+    """``e`` skips steps for text that needs none of them; the text comes out as the full
+    escape (controls shown, markup escaped, no workflow command) would write it."""
+    rng = random.Random(11)
+    pieces = ["a", " ", "\n", "::", "##[", "<", ">", "&", '"', "'", "\x1b", "\u2028", "é", ":"]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        full = no_workflow_commands(
+            std_html.escape(escape_controls(text, keep_newlines=True), quote=True)
+        )
+        assert html_report.e(text) == full, repr(text)

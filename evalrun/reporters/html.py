@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import html
-import json
 import re
 from collections.abc import Iterable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
@@ -26,7 +25,7 @@ from evalrun.reporters.bundle_view import (
 from evalrun.results.models import STATUSES, CaseResult, GraderResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.results.summary import SCORE_BINS, Series
-from evalrun.safetext import escape_controls, no_workflow_commands
+from evalrun.safetext import CONTROL_CHARS, escape_controls, no_workflow_commands
 
 _BREAK_AFTER = re.compile(r"([-_./:])(?=[^-_./:])")
 
@@ -39,10 +38,10 @@ COLORS = {"passed": "#2e9d5b", "failed": "#d2453f", "error": "#e39a23", "unscore
 
 
 #: What :func:`e` may change: control characters, markup, and the ``::`` and ``##[`` of a
-#: workflow command. Text with none of them (most of it) is returned as it is.
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069&<>\"']|::|##\\["
-)
+#: workflow command. Text with none of them (most of it) is returned as it is, text with
+#: markup only (JSON, for one) gets ``html.escape`` only.
+_UNSAFE = re.compile(f"[{CONTROL_CHARS}&<>\"']|::|##\\[")
+_NOT_MARKUP = re.compile(f"[{CONTROL_CHARS}]|::|##\\[")
 
 
 def e(value: Any) -> str:
@@ -51,6 +50,8 @@ def e(value: Any) -> str:
     text = "" if value is None else str(value)
     if not _UNSAFE.search(text):
         return text
+    if not _NOT_MARKUP.search(text):
+        return html.escape(text, quote=True)
     plain = escape_controls(text, keep_newlines=True)
     return no_workflow_commands(html.escape(plain, quote=True))
 
@@ -388,7 +389,7 @@ def _grader_card(grader: GraderResult) -> str:
     body.append(_list("Misses", grader.misses, "misses"))
     body.append(_checks(grader))
     if grader.details is not None:
-        details = json.dumps(grader.details, indent=2, ensure_ascii=False, default=str)
+        details = fmt.pretty_json(grader.details)
         body.append(f"<details><summary>Details</summary>{_pre(details)}</details>")
     if grader.stderr_tail:
         body.append(f"<h5>stderr</h5>{_pre(grader.stderr_tail, 'stderr')}")
@@ -415,7 +416,7 @@ def _judge_call(call: JudgeCall) -> str:
         if text:
             parts.append(f"<h5>{label}</h5>{_pre(text)}")
     if call.task:
-        task = json.dumps(call.task, indent=2, ensure_ascii=False, default=str)
+        task = fmt.pretty_json(call.task)
         parts.append(f"<h5>Typed task</h5>{_pre(task)}")
     return f'<details class="call">{"".join(parts)}</details>'
 

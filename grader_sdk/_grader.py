@@ -6,12 +6,13 @@ other exception, with the traceback tail on stderr). The grader function may be 
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, Any, TypeVar
 
 from grader_sdk._context import (
@@ -253,12 +254,25 @@ def script_grader(fn: F | None = None, *, run: bool | None = None) -> Any:
     """
 
     def wrap(func: F) -> F:
-        func.main = lambda: sys.exit(main(func))  # type: ignore[attr-defined]
+        func.main = lambda: _finish(main(func))  # type: ignore[attr-defined]
         if run or (run is None and getattr(func, "__module__", None) == "__main__"):
-            sys.exit(main(func))
+            _finish(main(func))
         return func
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _finish(code: int) -> None:
+    """Exit with ``code``. A worker whose stream evalrun has ended skips the interpreter's
+    teardown, which a run pays for every worker at its very end (docs/grader-protocol.md,
+    "Stream mode"): stdout and stderr are flushed and ``atexit`` hooks run first."""
+    if os.environ.get(MODE_ENV) != SERVE:
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def main(fn: Callable[[GraderInput], Any]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -227,3 +228,39 @@ def test_the_builtin_example_scores_the_same_in_both_modes(tmp_path, mode):
     results, _ = read_bundle(out)
     scores = sorted(round(r["score"], 3) for r in results)
     assert scores == [0.333, 0.833, 1.0]
+
+
+QUICK_EXIT_GRADER = """\
+import atexit, sys
+from grader_sdk import script_grader
+
+atexit.register(lambda: print("atexit hook ran", file=sys.stderr))
+
+@script_grader
+def grade(inp):
+    return {"score": 1.0, "reason": inp.case_id}
+"""
+
+
+def test_a_served_sdk_grader_ends_at_eof_with_its_answers_flushed_and_atexit_run(tmp_path):
+    """At the end of its stream the SDK skips the interpreter's teardown (docs/grader-protocol.md,
+    "Stream mode"): every answer is out, ``atexit`` hooks ran, the exit status is 0."""
+    (tmp_path / "g.py").write_text(QUICK_EXIT_GRADER)
+    lines = "".join(
+        json.dumps({"payload": {"case_id": f"c{i}", "input": "q"}, "env": {}}) + "\n"
+        for i in range(3)
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALRUN_GRADER_MODE": "serve"}
+    done = subprocess.run(
+        [sys.executable, "g.py"],
+        input=lines,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0, done.stderr
+    assert [a["result"]["reason"] for a in answers] == ["c0", "c1", "c2"]
+    assert "atexit hook ran" in done.stderr

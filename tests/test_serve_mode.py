@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrun.launcher.sandbox import why_unavailable
 from tests.conftest import ROOT, read_bundle, run_cli
 
 TARGETS = """\
@@ -264,3 +265,22 @@ def test_a_served_sdk_grader_ends_at_eof_with_its_answers_flushed_and_atexit_run
     assert done.returncode == 0, done.stderr
     assert [a["result"]["reason"] for a in answers] == ["c0", "c1", "c2"]
     assert "atexit hook ran" in done.stderr
+
+
+@pytest.mark.skipif(why_unavailable() is not None, reason=str(why_unavailable()))
+def test_a_strict_worker_serves_many_cases_and_reaches_the_proxy(tmp_path):
+    """A ``strict`` sandbox is built per worker, not per case: one worker serves every case
+    (with a private temp folder of its own), through the relay to the proxy's socket."""
+    ids = [f"c{i}" for i in range(4)]
+    path = _write_eval(tmp_path, ids)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = run_cli(
+        str(path), "--out", str(out), "--workers", "1", "--quiet", "--sandbox", "strict", env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    results, _ = read_bundle(out)
+    details = [r["graders"][0]["details"] for r in results]
+    assert [d["cases_in_process"] for d in details] == [1, 2, 3, 4]
+    assert len({d["pid"] for d in details}) == 1
+    assert all(d["fresh_token"] and d["calls_left"] == 1 for d in details)

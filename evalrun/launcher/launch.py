@@ -109,19 +109,21 @@ async def _launch(
     route = None
     if proxy is not None and proxy.unix_socket is not None:
         route = ProxyRoute(proxy.port, proxy.unix_socket)
-    argv = sandbox.wrap(_resolve_argv(grader_argv(spec), ctx.eval_dir), cwd, route)
+    command = _resolve_argv(grader_argv(spec), ctx.eval_dir)
     per_case = (
         proxy_variables(proxy.url, grant.token) if proxy is not None and grant is not None else {}
     )
     if ctx.pools is not None and spec.run_mode == "serve":
         pool = ctx.pools.pool(
-            argv,
+            command,
             cwd,
             spec.env,
             lambda: grader_environment(secret_names=ctx.secret_names, allow=spec.env),
-            exit_status=sandbox.exit_status,
+            sandbox=sandbox,
+            route=route,
         )
         return await pool.run(case_line(payload, per_case), spec.timeout)
+    argv = sandbox.wrap(command, cwd, route)
     env = {**grader_environment(secret_names=ctx.secret_names, allow=spec.env), **per_case}
     stdin = json.dumps(payload, ensure_ascii=False).encode()
     outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)

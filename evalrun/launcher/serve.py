@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
+from evalrun.launcher.sandbox import ProxyRoute, Sandbox
 
 #: The variable that tells a grader (the SDKs' ``script_grader``) to serve lines.
 MODE_ENV = "EVALRUN_GRADER_MODE"
@@ -31,10 +32,6 @@ CLOSE_GRACE_S = 1.0
 
 #: maps a worker's raw exit status (a sandbox reports a signal as 128+N)
 ExitStatus = Callable[[int | None], int | None]
-
-
-def _as_is(code: int | None) -> int | None:
-    return code
 
 
 def case_line(payload: dict[str, Any], env: Mapping[str, str]) -> bytes:
@@ -72,7 +69,7 @@ class ServeWorker:
         cwd: Path,
         env: Mapping[str, str],
         stdout_cap: int,
-        exit_status: ExitStatus = _as_is,
+        exit_status: ExitStatus,
     ) -> None:
         self.argv = argv
         self.exit_status = exit_status
@@ -290,17 +287,18 @@ def _exit_reason(code: int | None) -> str:
 
 
 class ServePool:
-    """At most ``size`` workers of one grader; a worker serves one case at a time."""
+    """At most ``size`` workers of one grader; a worker serves one case at a time.
+    ``command`` gives each new worker its command line (its own sandbox)."""
 
     def __init__(
         self,
-        argv: list[str],
+        command: Callable[[], list[str]],
         cwd: Path,
         env: Mapping[str, str],
         size: int,
-        exit_status: ExitStatus = _as_is,
+        exit_status: ExitStatus,
     ) -> None:
-        self.argv = argv
+        self.command = command
         self.exit_status = exit_status
         self.cwd = cwd
         self.env = {**env, MODE_ENV: SERVE}
@@ -316,7 +314,9 @@ class ServePool:
         async with self._slots:
             worker = self._take_idle()
             if worker is None:
-                worker = ServeWorker(self.argv, self.cwd, self.env, stdout_cap, self.exit_status)
+                worker = ServeWorker(
+                    self.command(), self.cwd, self.env, stdout_cap, self.exit_status
+                )
                 self.started += 1
                 failure = await worker.start()
                 if failure is not None:
@@ -359,14 +359,22 @@ class GraderPools:
         allow: list[str],
         env: Callable[[], Mapping[str, str]],
         *,
-        exit_status: ExitStatus = _as_is,
+        sandbox: Sandbox,
+        route: ProxyRoute | None,
     ) -> ServePool:
-        """The pool of this grader (``argv`` as wrapped by its sandbox); ``env`` makes its
-        workers' environment on first use."""
-        key = (tuple(argv), str(cwd), tuple(allow))
+        """The pool of this grader; ``env`` makes its workers' environment on first use. Each
+        worker runs in a sandbox of its own (a ``strict`` one: its own private temp folder,
+        shared by the cases that worker serves)."""
+        key = (tuple(argv), str(cwd), tuple(allow), sandbox.level, route)
         pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[key] = ServePool(argv, cwd, env(), self.size, exit_status)
+            pool = self._pools[key] = ServePool(
+                lambda: sandbox.wrap(argv, cwd, route),
+                cwd,
+                env(),
+                self.size,
+                sandbox.exit_status,
+            )
         return pool
 
     @property

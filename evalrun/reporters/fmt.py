@@ -34,7 +34,7 @@ def clip(text: str, limit: int) -> str:
 
 
 def pretty_json(value: Any) -> str:
-    """``json.dumps(value, indent=2, ensure_ascii=False, default=str)`` about four times faster
+    """``json.dumps(value, indent=2, ensure_ascii=False, default=str)``, ~3x faster
     (with an indent the standard library uses its pure-Python encoder; a report shows a block
     like this for every judge call). A key that is not a JSON scalar is written as ``str(key)``
     where ``json.dumps`` would raise."""

@@ -52,13 +52,13 @@ def test_an_unknown_kind_in_a_targets_file_names_every_known_kind(tmp_path: Path
 def test_listing_kinds_and_loading_targets_import_no_provider_module() -> None:
     """The factories import their module on first build; `evalrun --help` imports none."""
     probe = (
-        "import sys, runpy\n"
+        "import sys\n"
         "from evalrun.targets import kinds, load_targets\n"
         "assert 'litellm' in kinds() and 'local' in kinds()\n"
         "load_targets(None)\n"
-        "sys.argv = ['evalrun', '--help']\n"
+        "from evalrun.cli import main\n"  # the program itself would end with os._exit
         "try:\n"
-        "    runpy.run_module('evalrun', run_name='__main__')\n"
+        "    main(['--help'])\n"
         "except SystemExit:\n"
         "    pass\n"
         "loaded = [m for m in sys.modules if m.startswith(('evalrun.targets.providers.',\n"

@@ -88,8 +88,14 @@ def main() -> None:
     tracemalloc.start()
 
     from evalrun.targets.config import TargetConfig
-    from evalrun.targets.local.model import get_embedder
-    from evalrun.targets.local.target import LocalTarget
+
+    try:
+        from evalrun.targets.local.model import get_embedder
+        from evalrun.targets.local.target import LocalTarget
+    except ImportError:  # the baseline commit: before targets/local/ was a package
+        from evalrun.targets.local_model import get_embedder  # type: ignore[no-redef]
+
+        from evalrun.targets.local import LocalTarget  # type: ignore[attr-defined,no-redef]
 
     started = time.perf_counter()
     embedder = get_embedder()

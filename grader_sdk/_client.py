@@ -39,16 +39,6 @@ _CAMEL = {
 class InvokeRequest(Record):
     """One judge call. ``task`` is the typed hint non-LLM judges answer from."""
 
-    _fields = (
-        "question",
-        "system_prompt",
-        "target",
-        "temperature",
-        "max_tokens",
-        "response_format",
-        "task",
-    )
-
     def __init__(
         self,
         question: str,
@@ -96,17 +86,6 @@ class InvokeResult(Record):
     """One judge reply. ``finish_reason`` is stop, length, tool_calls or content_filter (None
     from a proxy that does not say); a reply cut off at ``length`` must not be read as whole.
     ``refusal`` is the provider's refusal message, when it gave one instead of an answer."""
-
-    _fields = (
-        "raw_text",
-        "output",
-        "token_usage",
-        "target",
-        "cached",
-        "latency_ms",
-        "finish_reason",
-        "refusal",
-    )
 
     def __init__(
         self,
@@ -160,8 +139,6 @@ class InvokeResult(Record):
 class ProxyInfo(Record):
     """The caller's grant. ``calls_per_request``: budget units one request to the default
     target costs (a judge panel: one per member)."""
-
-    _fields = ("target_name", "call_count", "max_calls", "available_targets", "calls_per_request")
 
     def __init__(
         self,

@@ -73,22 +73,6 @@ class Abstain(Exception):
 class GraderInput(Record):
     """A typed view of the stdin payload (either case accepted; fields are snake_case)."""
 
-    _fields = (
-        "case_id",
-        "question",
-        "criteria",
-        "input",
-        "output",
-        "messages",
-        "expected_output",
-        "reference_answer",
-        "config",
-        "metadata",
-        "grader",
-        "attempt",
-        "protocol",
-        "raw",
-    )
     _unshown = ("raw",)
 
     def __init__(
@@ -186,8 +170,6 @@ class GraderInput(Record):
 
 class GraderResult(Record):
     """The stdout result; ``passed`` is written as ``pass``."""
-
-    _fields = ("score", "passed", "reason", "hits", "misses", "checks", "details")
 
     def __init__(
         self,

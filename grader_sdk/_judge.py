@@ -111,8 +111,6 @@ class Verdict(Record):
     """One judged item. ``ok`` is None when the judge's reply could not be read (``reason``
     then says why)."""
 
-    _fields = ("ok", "reason", "node", "confidence", "raw")
-
     def __init__(
         self,
         ok: bool | None,

@@ -3,8 +3,9 @@ info, a verdict, a grader's input and result).
 
 They were dataclasses; importing ``dataclasses`` (and ``inspect`` with it) cost 8.7 ms of the
 SDK's ~20 ms import, paid by every per-process grader run and every stream-mode worker
-(docs/performance.md). A record names its fields in ``_fields``; equality, ``repr`` and
-``as_dict`` (what a grader's JSON answer holds for a record) come from them.
+(docs/performance.md). A record's fields are the parameters of its ``__init__`` (each stored
+under its own name); equality, ``repr`` and ``as_dict`` (what a grader's JSON answer holds for a
+record) come from them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ class Record:
     _fields: ClassVar[tuple[str, ...]] = ()
     #: fields left out of ``repr``
     _unshown: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__init__.__code__
+        cls._fields = code.co_varnames[1 : code.co_argcount + code.co_kwonlyargcount]
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:

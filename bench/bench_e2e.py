@@ -104,6 +104,18 @@ class Row:
     ok: bool = True
 
 
+def unpack_commit(ref: str, folder: Path, *paths: str) -> None:
+    """``paths`` (default: everything) of commit ``ref`` of this repository, into ``folder``;
+    ``CalledProcessError`` or ``OSError`` when it is not there to unpack."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, *paths],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True, timeout=120)
+
+
 def child_env(cache_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(cache_dir)

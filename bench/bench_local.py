@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from bench_e2e import unpack_commit
 
 ROOT = Path(__file__).resolve().parent.parent
 #: ``--code-root`` runs another checkout's judge (the baseline) with this script's tasks.
@@ -92,7 +93,9 @@ def main() -> None:
     try:
         from evalrun.targets.local.model import get_embedder
         from evalrun.targets.local.target import LocalTarget
-    except ImportError:  # the baseline commit: before targets/local/ was a package
+    except ModuleNotFoundError as exc:  # the baseline commit: before targets/local/ was a package
+        if exc.name != "evalrun.targets.local.model":
+            raise
         from evalrun.targets.local_model import get_embedder  # type: ignore[no-redef]
 
         from evalrun.targets.local import LocalTarget  # type: ignore[attr-defined,no-redef]
@@ -155,10 +158,7 @@ def main() -> None:
 def compare_with(ref: str, figures: dict[str, Any]) -> dict[str, Any]:
     """Time ``ref``'s judge on the same tasks in a fresh process; new/old per-item ratios."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", ref, "evalrun"], capture_output=True, check=True
-        )
-        subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
+        unpack_commit(ref, Path(tmp), "evalrun")
         env = {**os.environ, "PYTHONPATH": tmp}
         proc = subprocess.run(
             [sys.executable, __file__, "--baseline", "", "--code-root", tmp],

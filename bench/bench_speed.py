@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench_e2e import write_jsonl_suite
+from bench_e2e import child_env, unpack_commit, write_jsonl_suite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -162,26 +162,13 @@ def baseline_checkout(work: Path) -> tuple[Path | None, str]:
     folder = work / "baseline"
     folder.mkdir()
     try:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", BASELINE_COMMIT],
-            capture_output=True,
-            check=True,
-            timeout=120,
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True, timeout=120)
+        unpack_commit(BASELINE_COMMIT, folder)
     except (OSError, subprocess.SubprocessError) as exc:
         return (
             None,
             f"baseline {BASELINE_COMMIT}: skipped (not in this checkout's git history: {exc})",
         )
     return folder, f"baseline: commit {BASELINE_COMMIT} (main before stream mode)"
-
-
-def child_env(work: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")  # as an installed package has
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return env
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str], judge: FakeJudge) -> Run:
@@ -379,7 +366,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="evalrun-bench-") as tmp:
         work = Path(tmp)
         PYTHON = bench_python(work)
-        env = child_env(work)
+        env = child_env(work / "pycache")  # as an installed package has
         judge = FakeJudge(args.latency_ms)
         try:
             target = judge_target(judge)
@@ -404,8 +391,7 @@ def main() -> None:
                 base_env = {**env, "PYTHONPATH": str(baseline.resolve())}
                 base_cp = evalrun_suite(work / "cp-base", args.cases, [precision], target)
                 sides.append(lambda: run_evalrun(base_cp, args.workers, base_env, judge))
-                warm_base = evalrun_suite(work / "warm-base", args.workers, [precision], target)
-                run_evalrun(warm_base, args.workers, base_env, judge)
+                run_evalrun(warm, args.workers, base_env, judge)
             served, per_process, *base = paired(args.runs, *sides)
             label = f"contextual precision, {args.cases} x 3 passages, {args.workers} workers"
             rows.append(Row(f"{label}: stream mode", served, floor, aim="efficiency >= 0.7"))

@@ -244,7 +244,7 @@ def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None)
     """False (said on stderr) when the reporters cannot be imported: the results are on disk,
     and ``evalrun report`` renders them once the install is whole."""
     try:
-        from evalrun.reporters import github_actions_report, write_reports
+        from evalrun.reporters import github_actions_report, load_bundle, write_view
     except ImportError as exc:
         typer.echo(
             f"error: no reports written: evalrun.reporters cannot be imported ({exc}); "
@@ -253,9 +253,10 @@ def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None)
             err=True,
         )
         return False
-    write_reports(out, formats, scan=scan)
+    view = load_bundle(out, scan=scan)  # read once, for the report files and GitHub's
+    write_view(view, formats)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        github_actions_report(out)
+        github_actions_report(view)
     return True
 
 

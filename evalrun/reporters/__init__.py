@@ -1,7 +1,8 @@
 """Reports rendered from a run bundle on disk (never from the runner's memory).
 
-``write_reports(run_dir)`` is what the runner calls at the end of a run;
-``github_actions_report(run_dir)`` adds the job summary and annotations under GitHub Actions.
+``write_reports(run_dir)`` renders a bundle's report files (``write_view`` does it for a bundle
+already read, as the run does); ``github_actions_report`` adds the job summary and annotations
+under GitHub Actions.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "write",
     "write_all",
     "write_reports",
+    "write_view",
 ]
 
 
@@ -97,12 +99,16 @@ def write_reports(
     ``scan``: the pass the run made over ``results.jsonl``, so the reports need not make it
     again."""
     formats = list(formats)
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise ValueError(f"unknown report format(s) {unknown} (choose from {', '.join(FORMATS)})")
-    run_dir = Path(run_dir)
-    view = load_bundle(run_dir, unstable_bound=unstable_bound, scan=scan)
-    paths = [run_dir / FORMATS[fmt][1] for fmt in formats]
+    _check_formats(formats)  # before reading the bundle
+    return write_view(load_bundle(run_dir, unstable_bound=unstable_bound, scan=scan), formats)
+
+
+def write_view(view: BundleView, formats: Iterable[str] = DEFAULT_FORMATS) -> list[Path]:
+    """:func:`write_reports` for a bundle already read (the run reuses its view for the GitHub
+    Actions report)."""
+    formats = list(formats)
+    _check_formats(formats)
+    paths = [view.run_dir / FORMATS[fmt][1] for fmt in formats]
     with contextlib.ExitStack() as stack:
         handles = [
             stack.enter_context(open(p.with_name(p.name + ".tmp"), "w", encoding="utf-8"))
@@ -112,3 +118,9 @@ def write_reports(
     for path in paths:
         path.with_name(path.name + ".tmp").replace(path)
     return paths
+
+
+def _check_formats(formats: Iterable[str]) -> None:
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown report format(s) {unknown} (choose from {', '.join(FORMATS)})")

@@ -47,12 +47,8 @@ def _pretty(value: Any, newline: str, out: list[str]) -> None:
     """``newline``: a line break and the indent of the line ``value`` starts on."""
     if isinstance(value, str):
         out.append(encode_basestring(value))
-    elif value is None or value is True or value is False:
-        out.append("null" if value is None else "true" if value else "false")
-    elif isinstance(value, int):
-        out.append(int.__repr__(value))
-    elif isinstance(value, float):
-        out.append(_float(value))
+    elif (scalar := _scalar(value)) is not None:
+        out.append(scalar)
     elif isinstance(value, dict):
         if not value:
             out.append("{}")
@@ -60,7 +56,8 @@ def _pretty(value: Any, newline: str, out: list[str]) -> None:
         inner = newline + "  "
         lead = "{" + inner
         for key, item in value.items():
-            out.append(lead + encode_basestring(_key(key)) + ": ")
+            name = key if isinstance(key, str) else _scalar(key) or str(key)
+            out.append(lead + encode_basestring(name) + ": ")
             _pretty(item, inner, out)
             lead = "," + inner
         out.append(newline + "}")
@@ -79,19 +76,14 @@ def _pretty(value: Any, newline: str, out: list[str]) -> None:
         out.append(encode_basestring(str(value)))
 
 
-def _float(value: float) -> str:
-    if math.isfinite(value):
-        return float.__repr__(value)
-    return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
-
-
-def _key(key: Any) -> str:
-    if isinstance(key, str):
-        return key
-    if key is None or key is True or key is False:
-        return "null" if key is None else "true" if key else "false"
-    if isinstance(key, int):
-        return int.__repr__(key)
-    if isinstance(key, float):
-        return _float(key)
-    return str(key)
+def _scalar(value: Any) -> str | None:
+    """JSON's text for None, a bool or a number (a key of one, too); None for anything else."""
+    if value is None or value is True or value is False:
+        return "null" if value is None else "true" if value else "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return float.__repr__(value)
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    return None

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 from evalrun.reporters.bundle_view import BundleView, case_problems
+from evalrun.reporters.fmt import pretty_json
 from evalrun.results.models import CaseResult
 from evalrun.results.summary import RUN_KEYS
 
@@ -36,10 +36,6 @@ def _failure(case: CaseResult) -> dict[str, Any]:
     }
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
 class Writer:
     """The document ``json.dumps(..., indent=2)`` gives, with "failures" (every result that did
     not pass) streamed last."""
@@ -51,11 +47,11 @@ class Writer:
         self.separator = "\n"
 
     def head(self) -> None:
-        head = _dumps({**_head(self.view), "failures": []})
+        head = pretty_json({**_head(self.view), "failures": []})
         self.out.write(head.removesuffix("[]\n}") + "[")
 
     def case(self, case: CaseResult) -> None:
-        text = _dumps(_failure(case)).replace("\n", "\n" + _INDENT)
+        text = pretty_json(_failure(case)).replace("\n", "\n" + _INDENT)
         self.out.write(self.separator + _INDENT + text)
         self.separator = ",\n"
 

@@ -106,7 +106,7 @@ class BundleWriter:
             raise BundleError(f"{directory}: another run has started writing here") from None
         _lock(results, directory)
         self._results: IO[str] = results
-        self._fresh = mode == "new"
+        self.mode = mode
         self.failed = False
         self._calls: IO[str] = open(directory / JUDGE_CALLS, "a", encoding="utf-8")  # noqa: SIM115
         for handle in (self._results, self._calls):
@@ -147,7 +147,7 @@ class BundleWriter:
         """Close, and remove what this writer created in a fresh folder (the run never
         started); the folder too when the run created it."""
         self.close()
-        if self._fresh:
+        if self.mode == "new":
             for name in (RESULTS, JUDGE_CALLS):
                 (self.directory / name).unlink(missing_ok=True)
             if remove_folder:

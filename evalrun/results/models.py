@@ -19,6 +19,9 @@ class ProxyUsage:
     latency_ms: float = 0.0
     cost_usd: float = 0.0
 
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in _PROXY_KEYS}
+
 
 @dataclass(slots=True)
 class GraderResult:
@@ -43,7 +46,7 @@ class GraderResult:
     def to_dict(self) -> dict[str, Any]:
         out = {name: getattr(self, name) for name in _GRADER_KEYS}
         if self.proxy is not None:
-            out["proxy"] = {name: getattr(self.proxy, name) for name in _PROXY_KEYS}
+            out["proxy"] = self.proxy.to_dict()
         return out
 
     @classmethod

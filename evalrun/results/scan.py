@@ -105,7 +105,7 @@ class ResultScanner:
 
     @property
     def whole(self) -> bool:
-        return not self.superseded and not self.stats.saw_repeats
+        return not self.stats.saw_repeats and not self.superseded
 
     def result(self) -> ResultScan:
         self.index.sort()
@@ -125,8 +125,9 @@ def scan_results(directory: Path, *, by_case: bool) -> ResultScan:
     scanner = ResultScanner(by_case=by_case)
     for offset, case in result_lines(directory):
         scanner.add(offset, case)
-    if not scanner.whole:  # rare: go again, keeping what that needs
-        keep = _latest_offsets(directory).__contains__ if scanner.superseded else None
+    superseded = scanner.superseded
+    if superseded or scanner.stats.saw_repeats:  # rare: go again, keeping what that needs
+        keep = _latest_offsets(directory).__contains__ if superseded else None
         scanner = ResultScanner(by_case=True, keep=keep)
         for offset, case in result_lines(directory):
             scanner.add(offset, case)

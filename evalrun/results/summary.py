@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalrun.results import stats
@@ -397,25 +397,7 @@ class StatsBuilder:
 
     def add(self, case: CaseResult) -> None:
         """One result: a :class:`CaseResult` (full or slim)."""
-        self.add_fields(
-            str(case.id),
-            case.status,
-            case.score,
-            int(case.repeat or 0),
-            case.usage,
-            [(g.name, g.status, g.score, g.proxy and asdict(g.proxy)) for g in case.graders],
-        )
-
-    def add_fields(
-        self,
-        case_id: str,
-        status: str,
-        score: float | None,
-        repeat: int,
-        usage: Mapping[str, Any] | None,
-        graders: Iterable[tuple[str, str, float | None, Mapping[str, Any] | None]],
-    ) -> None:
-        graders = list(graders)
+        status, score, repeat = case.status, case.score, int(case.repeat or 0)
         self.total += 1
         self.counts[status] = self.counts.get(status, 0) + 1
         if repeat > self.max_repeat:
@@ -425,30 +407,30 @@ class StatsBuilder:
             self.scores.append(float(score))
             index = min(SCORE_BINS - 1, max(0, int(float(score) * SCORE_BINS)))
             self.bins[index][status if status in STATUSES else "error"] += 1
-        if usage:
-            target = usage.get("target")
-            _add_numbers(self.target, target if isinstance(target, dict) else usage)
-        for name, g_status, g_score, proxy in graders:
-            gs = self.graders.get(name)
+        if case.usage:
+            target = case.usage.get("target")
+            _add_numbers(self.target, target if isinstance(target, dict) else case.usage)
+        for grader in case.graders:
+            gs = self.graders.get(grader.name)
             if gs is None:
-                gs = self.graders[name] = GraderStats(name)
+                gs = self.graders[grader.name] = GraderStats(grader.name)
             gs.count += 1
-            if g_status in STATUSES:
-                setattr(gs, g_status, getattr(gs, g_status) + 1)
-            if _scored(g_score, g_status):
-                gs.scores.append(float(g_score))  # type: ignore[arg-type]
-            if proxy:
-                _add_numbers(self.judge, proxy)
+            if grader.status in STATUSES:
+                setattr(gs, grader.status, getattr(gs, grader.status) + 1)
+            if _scored(grader.score, grader.status):
+                gs.scores.append(float(grader.score))  # type: ignore[arg-type]
+            if grader.proxy:
+                _add_numbers(self.judge, grader.proxy.to_dict())
         if self.by_case:
             self._grouped.append(
                 CaseResult(
-                    id=case_id,
-                    status=status,  # type: ignore[arg-type]
+                    id=str(case.id),
+                    status=status,
                     score=score,
                     repeat=repeat,
                     graders=[
-                        GraderResult(name=n, status=st, score=sc)  # type: ignore[arg-type]
-                        for n, st, sc, _ in graders
+                        GraderResult(name=g.name, status=g.status, score=g.score)
+                        for g in case.graders
                     ],
                 )
             )

@@ -163,7 +163,8 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[httpx.Response, 
     except ValueError as exc:
         raise PlainHttpError(f"a response that is not HTTP/1.x ({exc})") from None
     content = _decoded(content, headers.get("content-encoding", ""))
-    headers = httpx.Headers([(k, v) for k, v in fields if k.lower() != "content-encoding"])
+    if "content-encoding" in headers:  # the body is decoded now
+        del headers["content-encoding"]
     return httpx.Response(status, headers=headers, content=content), keep
 
 

@@ -123,3 +123,74 @@ def test_signal_at_a_random_point_leaves_a_clean_incomplete_run(
     assert len(recorded_pids(pids)) > 0
     assert working_in(tmp_path) == []
     assert port_closed((tmp_path / "proxy_url").read_text())
+
+
+LINGERING_WORKER = """
+import json, os, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+for line in sys.stdin:
+    payload = json.loads(line)["payload"]
+    if payload["case_id"] == "slow":
+        time.sleep(60)
+    answer = {"exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
+    print(json.dumps(answer), flush=True)
+open(os.path.join(HERE, "at-eof"), "w").close()
+time.sleep(30)  # ignores the end of input: the run waits its 1 s close grace for it
+"""
+
+
+@pytest.mark.parametrize("slow_case", [False, True])
+def test_a_signal_while_the_run_closes_still_leaves_a_whole_bundle(
+    tmp_path: Path, slow_case: bool
+) -> None:
+    """A second Ctrl-C (or a first one after the last case) lands while the stream-mode workers
+    are being closed: the summary is still written, and it tells the truth about the cases."""
+    (tmp_path / "worker.py").write_text(textwrap.dedent(LINGERING_WORKER))
+    grader = {"name": "lingering", "command": [sys.executable, "worker.py"], "mode": "serve"}
+    ids = ["a", "b", *(["slow"] if slow_case else [])]
+    cases = [{"id": i, "input": "q", "output": "a"} for i in ids]
+    judge = {"name": "judge", "kind": "mock", "default": "fine"}
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=[judge])
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", str(path), "--out", str(out), "--workers", "2"],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    eof = tmp_path / "at-eof"
+    try:
+        if slow_case:  # the first signal interrupts the slow case; the second hits the close
+            deadline = time.monotonic() + 60
+            while (
+                not (out / "results.jsonl").is_file()
+                or len((out / "results.jsonl").read_text().splitlines()) < 2
+            ):
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 60
+        while not eof.exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+    results, summary = read_bundle(out)
+    by_id = one_result_per_case(results, ids)
+    assert [by_id[i]["status"] for i in ("a", "b")] == ["passed", "passed"]
+    if slow_case:
+        assert proc.returncode == 130, stdout + stderr
+        assert "interrupted" in by_id["slow"]["error"]
+        assert summary["interrupted"] is True and summary["complete"] is False
+    else:
+        assert proc.returncode == 0, stdout + stderr
+        assert summary["interrupted"] is False and summary["complete"] is True
+    assert working_in(tmp_path) == []

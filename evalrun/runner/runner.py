@@ -126,6 +126,7 @@ class EvalRun:
         #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
         self.target_stats: dict[str, dict[str, Any]] = {}
         self._interrupted = False
+        self._finishing = False
         self._write_error: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -210,7 +211,6 @@ class EvalRun:
     async def run(self, writer: BundleWriter | None = None) -> RunOutcome:
         options = self.options
         writer = writer or self.open_bundle()
-        out = writer.directory
         done = self._kept
         # Jobs are pulled from the cases as workers get to them: the cases may stream from a
         # file, and nothing per case is held beyond those in flight (docs/performance.md).
@@ -270,31 +270,41 @@ class EvalRun:
         loop = asyncio.get_running_loop()
         handled = self._install_signal_handlers(loop)
         try:
-            for _ in range(min(max(1, options.workers), job_count)):
-                self._tasks.add(asyncio.create_task(worker()))
-            outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
-            for failure in outcomes:
-                if isinstance(failure, BaseException) and self._write_error is None:
-                    self._write_error = f"internal error: {type(failure).__name__}: {failure}"
-            for case, repeat in pending:  # never started: Ctrl-C came first
-                record(_interrupted_result(case, repeat, self.target_name), [])
+            try:
+                for _ in range(min(max(1, options.workers), job_count)):
+                    self._tasks.add(asyncio.create_task(worker()))
+                outcomes = await asyncio.gather(*self._tasks, return_exceptions=True)
+                for failure in outcomes:
+                    if isinstance(failure, BaseException) and self._write_error is None:
+                        self._write_error = f"internal error: {type(failure).__name__}: {failure}"
+                for case, repeat in pending:  # never started: Ctrl-C came first
+                    record(_interrupted_result(case, repeat, self.target_name), [])
+            finally:
+                # Every case has its one result now: a late Ctrl-C or SIGTERM must neither stop the
+                # bundle being finished nor mark a whole run incomplete (docs/results.md).
+                self._finishing = True
+                progress.close()
+                await executor.aclose()
+                await self.close()
+            return self._finish_bundle(writer, started_at, time.monotonic() - t0)
         finally:
             for sig in handled:
                 loop.remove_signal_handler(sig)
-            progress.close()
-            await executor.aclose()
-            await self.close()
-        # One truth: the summary, the table and the exit code come from results.jsonl itself.
+
+    def _finish_bundle(
+        self, writer: BundleWriter, started_at: datetime, duration: float
+    ) -> RunOutcome:
+        """One truth: the summary, the table and the exit code come from results.jsonl itself."""
         try:
             writer.close()
         except BundleWriteError as exc:
             self._write_error = self._write_error or str(exc)
-        scanner = ResultScanner(by_case=options.repeat > 1)
+        scanner = ResultScanner(by_case=self.options.repeat > 1)
         shown = TableRows()
-        for offset, case in result_lines(out):
+        for offset, case in result_lines(writer.directory):
             scanner.add(offset, case)
             shown.add(case.slim())
-        summary = self._summary(scanner.stats, started_at, time.monotonic() - t0)
+        summary = self._summary(scanner.stats, started_at, duration)
         summary["targets"] = self.target_stats
         exit_code = self._exit_code(summary)
         summary["exit_code"] = exit_code
@@ -307,7 +317,7 @@ class EvalRun:
             exit_code = ExitCode.INCOMPLETE
         scan = scanner.result() if scanner.whole else None
         return RunOutcome(
-            exit_code, summary, shown.rows(), shown.total, out, self._write_error, scan
+            exit_code, summary, shown.rows(), shown.total, writer.directory, self._write_error, scan
         )
 
     async def _start_executor(self) -> Executor:
@@ -343,9 +353,13 @@ class EvalRun:
         handled = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.interrupt)
+                loop.add_signal_handler(sig, self._on_signal)
                 handled.append(sig)
         return handled
+
+    def _on_signal(self) -> None:
+        if not self._finishing:
+            self.interrupt()
 
     def interrupt(self) -> None:
         """Stop launching and cancel what runs; cancelled graders have their groups killed."""

@@ -303,3 +303,26 @@ def test_reporters_that_cannot_be_imported_are_a_clear_error(tmp_path):
     cases, summary = read_bundle(out)
     assert [c["status"] for c in cases] == ["passed"] and summary["exit_code"] == 0
     assert not (out / "report.html").exists()
+
+
+def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_report(tmp_path):
+    """The bundle is whole by then: the run says how to write the reports and leaves no
+    half-written file; 130 says the run was stopped, never 0."""
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "out"
+    script = (
+        "import evalrun.reporters as reporters\n"
+        "def interrupted(view, writers):  # the report files are open, half written\n"
+        "    raise KeyboardInterrupt\n"
+        "reporters.write_all = interrupted\n"
+        "from evalrun.cli import main\n"
+        f"main([{str(path)!r}, '--out', {str(out)!r}, '--filter', 'france'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 130, result.stderr
+    assert f"'evalrun report {out}' writes the reports" in result.stderr
+    cases, summary = read_bundle(out)
+    assert [c["status"] for c in cases] == ["passed"] and summary["exit_code"] == 0
+    assert sorted(p.name for p in out.iterdir() if "report" in p.name) == []

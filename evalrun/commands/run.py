@@ -229,14 +229,23 @@ def run(
             f"error: the run bundle is incomplete: {printable(outcome.write_error)}", err=True
         )
     exit_code = outcome.exit_code
-    if outcome.write_error is None and not _write_reports(
-        outcome.out or options.out, options.report_formats, outcome.scan
-    ):
-        exit_code = max(exit_code, ExitCode.INCOMPLETE)
-    if not quiet:
-        _print_table(outcome.cases, outcome.total, outcome.summary, outcome.out or options.out)
-    else:
-        print(printable(outcome.out or options.out))
+    out = outcome.out or options.out
+    try:
+        if outcome.write_error is None and not _write_reports(
+            out, options.report_formats, outcome.scan
+        ):
+            exit_code = max(exit_code, ExitCode.INCOMPLETE)
+        if not quiet:
+            _print_table(outcome.cases, outcome.total, outcome.summary, out)
+        else:
+            print(printable(out))
+    except KeyboardInterrupt:  # the bundle is whole: what is missing is derived from it
+        typer.echo(
+            f"\ninterrupted after the run; the results are in {printable(out)}: "
+            f"'evalrun report {printable(out)}' writes the reports",
+            err=True,
+        )
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     raise typer.Exit(exit_code)
 
 

@@ -109,14 +109,17 @@ def write_view(view: BundleView, formats: Iterable[str] = DEFAULT_FORMATS) -> li
     formats = list(formats)
     _check_formats(formats)
     paths = [view.run_dir / FORMATS[fmt][1] for fmt in formats]
-    with contextlib.ExitStack() as stack:
-        handles = [
-            stack.enter_context(open(p.with_name(p.name + ".tmp"), "w", encoding="utf-8"))
-            for p in paths
-        ]
-        write_all(view, [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)])
-    for path in paths:
-        path.with_name(path.name + ".tmp").replace(path)
+    temps = [p.with_name(p.name + ".tmp") for p in paths]
+    try:
+        with contextlib.ExitStack() as stack:
+            handles = [stack.enter_context(open(t, "w", encoding="utf-8")) for t in temps]
+            write_all(view, [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)])
+    except BaseException:  # Ctrl-C or a full disk: no half-written report is left behind
+        for temp in temps:
+            temp.unlink(missing_ok=True)
+        raise
+    for temp, path in zip(temps, paths, strict=True):
+        temp.replace(path)
     return paths
 
 

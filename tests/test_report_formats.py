@@ -50,6 +50,29 @@ def repeat_run(tmp_path: Path) -> Path:
     return write_bundle(tmp_path / "rep", random_cases(ids, repeats=3), meta={"repeat": 3})
 
 
+def test_reports_written_together_read_each_cases_judge_calls_once(
+    run: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Markdown and HTML reports both list a case's judge calls: one read serves both, and
+    the files are the same as when each report is written alone."""
+    from evalrun.results import reader
+
+    alone = {}
+    for fmt in ("md", "html"):
+        write_reports(run, (fmt,))
+        alone[fmt] = (run / FORMATS[fmt][1]).read_text()
+    reads: list[tuple[int, ...]] = []
+    real = reader.judge_calls_at
+    monkeypatch.setattr(
+        reader,
+        "judge_calls_at",
+        lambda d, offsets: reads.append(tuple(offsets)) or real(d, offsets),
+    )
+    write_reports(run, ("md", "html"))
+    assert reads and len(reads) == len(set(reads))
+    assert {fmt: (run / FORMATS[fmt][1]).read_text() for fmt in alone} == alone
+
+
 def test_write_reports_writes_the_default_files(run: Path) -> None:
     paths = write_reports(run)
     assert [p.name for p in paths] == ["report.md", "report.html", "junit.xml"]

@@ -96,6 +96,9 @@ class BundleView:
     meta: RunMeta = field(default_factory=RunMeta)
     index: CaseIndex = field(default_factory=CaseIndex)
     calls: JudgeCalls = field(default_factory=JudgeCalls)
+    _last_calls: tuple[CaseResult, list[JudgeCall]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def cases(self) -> Iterator[CaseResult]:
@@ -149,12 +152,15 @@ class BundleView:
         return f"{case.id} [repeat {case.repeat}]" if self.repeats else str(case.id)
 
     def calls_for(self, case: CaseResult) -> list[JudgeCall]:
-        """Judge calls of this case (and this repeat, when the log records repeats)."""
+        """Judge calls of this case (and this repeat, when the log records repeats). The last
+        case's are kept: the reports written in one pass each ask for them in turn."""
+        if self._last_calls is not None and self._last_calls[0] is case:
+            return self._last_calls[1]
         offsets = self.calls.offsets.get(str(case.id))
-        if not offsets:
-            return []
-        calls = reader.judge_calls_at(self.run_dir, offsets)
-        return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
+        calls = reader.judge_calls_at(self.run_dir, offsets) if offsets else []
+        mine = [c for c in calls if c.repeat is None or c.repeat == case.repeat]
+        self._last_calls = (case, mine)
+        return mine
 
     @property
     def judge_stats(self) -> dict[str, Any]:

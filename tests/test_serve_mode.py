@@ -284,3 +284,45 @@ def test_a_strict_worker_serves_many_cases_and_reaches_the_proxy(tmp_path):
     assert [d["cases_in_process"] for d in details] == [1, 2, 3, 4]
     assert len({d["pid"] for d in details}) == 1
     assert all(d["fresh_token"] and d["calls_left"] == 1 for d in details)
+
+
+def test_each_new_worker_gets_its_case_before_the_next_one_starts(tmp_path, monkeypatch):
+    """Starting a process holds the event loop until it runs: a pool asked for three workers at
+    once starts them one after another and hands each its first case as soon as it is up, so
+    the first cases are not all held back until the last worker has started."""
+    import asyncio
+
+    from evalrun.launcher import serve
+
+    (tmp_path / "raw.py").write_text(RAW_GRADER)
+    events: list[str] = []
+    start, run_case = serve.ServeWorker.start, serve.ServeWorker.run_case
+
+    async def logged_start(self):
+        events.append("start")
+        failure = await start(self)
+        events.append("started")
+        return failure
+
+    async def logged_run_case(self, line, timeout):
+        events.append("line")
+        return await run_case(self, line, timeout)
+
+    monkeypatch.setattr(serve.ServeWorker, "start", logged_start)
+    monkeypatch.setattr(serve.ServeWorker, "run_case", logged_run_case)
+
+    async def three_cases() -> list[bytes]:
+        pool = serve.ServePool(
+            lambda: [sys.executable, "raw.py"], tmp_path, dict(os.environ), 3, lambda c: c
+        )
+        try:
+            lines = [serve.case_line({"case_id": f"c{i}"}, {}) for i in range(3)]
+            outcomes = await asyncio.gather(*(pool.run(line, 30) for line in lines))
+        finally:
+            await pool.close()
+        assert pool.started == 3
+        return [o.stdout for o in outcomes]
+
+    answers = asyncio.run(three_cases())
+    assert [json.loads(a)["reason"] for a in answers] == ["c0", "c1", "c2"]
+    assert events == ["start", "started", "line"] * 3

@@ -306,6 +306,7 @@ class ServePool:
         self._idle: list[ServeWorker] = []
         self._all: set[ServeWorker] = set()
         self._slots = asyncio.Semaphore(self.size)
+        self._starting = asyncio.Lock()
         self.started = 0
 
     async def run(
@@ -318,7 +319,10 @@ class ServePool:
                     self.command(), self.cwd, self.env, stdout_cap, self.exit_status
                 )
                 self.started += 1
-                failure = await worker.start()
+                # One start at a time: a start blocks the loop until the process runs, so
+                # eight at once would hold every first case line back until the last one.
+                async with self._starting:
+                    failure = await worker.start()
                 if failure is not None:
                     return ProcessOutcome(None, b"", "", 0.0, spawn_error=failure)
                 self._all.add(worker)

@@ -36,6 +36,17 @@ def repair(text: str) -> tuple[str, int]:
     return fixed, fixed.count(REPLACEMENT) - text.count(REPLACEMENT)
 
 
+#: the only way a lone surrogate gets into data parsed from valid UTF-8 JSON: a ``\\uD800``-style
+#: escape (an escaped backslash before ``u`` matches too, which only costs a full look)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def json_text_may_hold_surrogates(text: str) -> bool:
+    """False when the data parsed from this JSON text (valid UTF-8) holds no surrogate, so
+    :func:`repair_json` has nothing to do on it."""
+    return _SURROGATE_ESCAPE.search(text) is not None
+
+
 def repair_json(value: Any) -> tuple[Any, int]:
     """:func:`repair` applied to every string (keys too) inside JSON-like data."""
     if isinstance(value, str):

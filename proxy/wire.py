@@ -8,6 +8,7 @@ accepted and ignored. The OpenAI routes ignore unknown keys, as OpenAI clients s
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
@@ -47,7 +48,7 @@ class StrictWireModel(WireModel):
     def _known_keys_only(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        known = set().union(*({name, to_camel(name)} for name in cls.model_fields))
+        known = _known_keys(cls)
         unknown = sorted(str(key) for key in data if key not in known)
         if unknown:
             allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
@@ -55,6 +56,12 @@ class StrictWireModel(WireModel):
                 f"unknown field {', '.join(repr(k[:50]) for k in unknown[:5])} (known: {allowed})"
             )
         return data
+
+
+@functools.cache
+def _known_keys(model: type[BaseModel]) -> frozenset[str]:
+    """A model's field names in both spellings (worked out once: every request is checked)."""
+    return frozenset(key for name in model.model_fields for key in (name, to_camel(name)))
 
 
 def _one_selector(schema: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import run_cli
 from tests.fault_helpers import cli_env, one_result_per_case, run_suite, write_suite
@@ -126,3 +128,38 @@ def test_a_result_that_cannot_be_written_fails_the_run_loudly(tmp_path: Path) ->
     assert "cannot write results.jsonl" in result.stderr, result.stderr
     assert "File too large" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+#: text with lone and paired surrogates, backslashes and a ``u`` among ordinary characters
+_TRICKY_TEXT = st.lists(
+    st.sampled_from(["\ud800", "\udfff", "\ud83d", "\ude00", "\\", "u", "d", "8"])
+    | st.characters(),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | _TRICKY_TEXT,
+        lambda inner: (
+            st.lists(inner, max_size=4) | st.dictionaries(_TRICKY_TEXT, inner, max_size=4)
+        ),
+        max_leaves=12,
+    ),
+    st.booleans(),
+)
+def test_the_surrogate_precheck_never_misses_one(value: object, ascii_only: bool) -> None:
+    """Whatever JSON a grader prints (escaped or raw UTF-8), the pre-check sends every text whose
+    parsed data holds a surrogate to the full repair."""
+    from evalrun.safetext import json_text_may_hold_surrogates, repair_json
+
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # raw lone surrogates are not valid UTF-8: no grader prints them
+        return
+    if repair_json(json.loads(text))[1]:
+        assert json_text_may_hold_surrogates(text)
+    assert json_text_may_hold_surrogates('{"reason": "cut \\ud83d"}')
+    assert not json_text_may_hold_surrogates('{"reason": "caf\\u00e9 \u00e9"}')

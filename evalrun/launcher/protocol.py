@@ -17,7 +17,7 @@ from typing import Any
 
 from evalrun.launcher.process import ProcessOutcome
 from evalrun.results.models import GraderResult
-from evalrun.safetext import repair_json, repaired_note
+from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
 REASON_CHARS = 300
@@ -88,7 +88,7 @@ def interpret(
         base.reason = "grader output is not valid UTF-8"
         return base
     document = _json_object(text)
-    if document is not None:
+    if document is not None and json_text_may_hold_surrogates(text):
         document, replaced = repair_json(document)
         if replaced:
             base.warnings.append(repaired_note(replaced, "grader output"))

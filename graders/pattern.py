@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grader_sdk import Abstain, GraderInput, Reading, script_grader
+from grader_sdk._record import Record
 from grader_sdk.replies import Dimension, read_scores, scaled_number
 from graders._judgekit import (
     MAX_TOKENS,
@@ -41,32 +41,48 @@ class UnknownPattern(ValueError):
     """config.pattern names no pattern the judge definition knows."""
 
 
-@dataclass
-class DimensionDef:
-    code: str
-    title: str
-    definition: str
-    maximum: float = 5.0
+class DimensionDef(Record):
+    def __init__(self, code: str, title: str, definition: str, maximum: float = 5.0) -> None:
+        self.code = code
+        self.title = title
+        self.definition = definition
+        self.maximum = maximum
 
 
-@dataclass
-class PatternSpec:
-    key: str
-    name: str
-    phases: list[str]
-    notes: str
-    dimensions: list[DimensionDef]
-    aliases: list[str] = field(default_factory=list)
+class PatternSpec(Record):
+    def __init__(
+        self,
+        key: str,
+        name: str,
+        phases: list[str],
+        notes: str,
+        dimensions: list[DimensionDef],
+        aliases: list[str] | None = None,
+    ) -> None:
+        self.key = key
+        self.name = name
+        self.phases = phases
+        self.notes = notes
+        self.dimensions = dimensions
+        self.aliases = [] if aliases is None else aliases
 
 
-@dataclass
-class PatternJudge:
-    system_prompt: str
-    template: str
-    reply_schema: str
-    universal: list[DimensionDef]
-    patterns: dict[str, PatternSpec]
-    gates: dict[str, float]
+class PatternJudge(Record):
+    def __init__(
+        self,
+        system_prompt: str,
+        template: str,
+        reply_schema: str,
+        universal: list[DimensionDef],
+        patterns: dict[str, PatternSpec],
+        gates: dict[str, float],
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.template = template
+        self.reply_schema = reply_schema
+        self.universal = universal
+        self.patterns = patterns
+        self.gates = gates
 
     def resolve(self, name: Any) -> PatternSpec:
         if not isinstance(name, str) or not name.strip():
@@ -78,33 +94,60 @@ class PatternJudge:
         raise UnknownPattern(f"unknown pattern '{name}' (known: {', '.join(self.patterns)})")
 
 
-@dataclass
-class RunScores:
-    universal: dict[str, float]
-    pattern: dict[str, float]
-    failures: list[str] = field(default_factory=list)
-    confidence: float | None = None
+class RunScores(Record):
+    def __init__(
+        self,
+        universal: dict[str, float],
+        pattern: dict[str, float],
+        failures: list[str] | None = None,
+        confidence: float | None = None,
+    ) -> None:
+        self.universal = universal
+        self.pattern = pattern
+        self.failures = [] if failures is None else failures
+        self.confidence = confidence
 
 
-@dataclass
-class PatternScore:
-    pattern: str
-    universal_scores: dict[str, float]
-    pattern_scores: dict[str, float]
-    overall_universal: float
-    overall_pattern: float
-    combined_score: float
-    max_score: float
-    score: float
-    hard_gates_passed: bool
-    hard_gate_failures: list[str]
-    failures: list[str]
-    pass_rate: float
-    confidence: float | None
-    runs: int
-    successful_runs: int
-    temperature: float
-    unparsed: list[str] = field(default_factory=list)
+class PatternScore(Record):
+    """What the grader found; its fields, in this order, are the result's ``details``."""
+
+    def __init__(
+        self,
+        pattern: str,
+        universal_scores: dict[str, float],
+        pattern_scores: dict[str, float],
+        overall_universal: float,
+        overall_pattern: float,
+        combined_score: float,
+        max_score: float,
+        score: float,
+        hard_gates_passed: bool,
+        hard_gate_failures: list[str],
+        failures: list[str],
+        pass_rate: float,
+        confidence: float | None,
+        runs: int,
+        successful_runs: int,
+        temperature: float,
+        unparsed: list[str] | None = None,
+    ) -> None:
+        self.pattern = pattern
+        self.universal_scores = universal_scores
+        self.pattern_scores = pattern_scores
+        self.overall_universal = overall_universal
+        self.overall_pattern = overall_pattern
+        self.combined_score = combined_score
+        self.max_score = max_score
+        self.score = score
+        self.hard_gates_passed = hard_gates_passed
+        self.hard_gate_failures = hard_gate_failures
+        self.failures = failures
+        self.pass_rate = pass_rate
+        self.confidence = confidence
+        self.runs = runs
+        self.successful_runs = successful_runs
+        self.temperature = temperature
+        self.unparsed = [] if unparsed is None else unparsed
 
 
 def _squash(text: str) -> str:
@@ -323,7 +366,7 @@ def to_grader_output(result: PatternScore, gates: Mapping[str, float]) -> dict[s
             if code in result.universal_scores and result.universal_scores[code] >= minimum
         ],
         "misses": [*result.hard_gate_failures, *result.failures[:10]],
-        "details": asdict(result),
+        "details": result.as_dict(),
     }
     if not result.hard_gates_passed:
         out["pass"] = False

@@ -10,10 +10,10 @@ overall / 10. Prompts over 18,000 characters are cut to their first 16,000 and l
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from grader_sdk import Abstain, GraderInput, Reading, script_grader
+from grader_sdk._record import Record
 from grader_sdk.replies import Dimension, read_scores, scaled_number
 from graders._judgekit import (
     MAX_TOKENS,
@@ -39,41 +39,84 @@ MAX_IMPROVEMENTS = 5
 DEFAULT_GRADES = (("A", 90.0), ("B", 80.0), ("C", 70.0), ("D", 60.0))
 
 
-@dataclass
-class PromptJudge:
-    system_prompt: str
-    template: str
-    reply_schema: str
-    dimensions: dict[str, str]
-    pass_score: float = 7.0
-    grades: tuple[tuple[str, float], ...] = DEFAULT_GRADES
+class PromptJudge(Record):
+    def __init__(
+        self,
+        system_prompt: str,
+        template: str,
+        reply_schema: str,
+        dimensions: dict[str, str],
+        pass_score: float = 7.0,
+        grades: tuple[tuple[str, float], ...] = DEFAULT_GRADES,
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.template = template
+        self.reply_schema = reply_schema
+        self.dimensions = dimensions
+        self.pass_score = pass_score
+        self.grades = grades
+
+    def with_pass_score(self, pass_score: float) -> PromptJudge:
+        return PromptJudge(
+            self.system_prompt,
+            self.template,
+            self.reply_schema,
+            self.dimensions,
+            pass_score,
+            self.grades,
+        )
 
 
-@dataclass
-class RunScores:
-    scores: dict[str, float]
-    improvements: list[str] = field(default_factory=list)
-    confidence: float | None = None
-    summary: str = ""
+class RunScores(Record):
+    def __init__(
+        self,
+        scores: dict[str, float],
+        improvements: list[str] | None = None,
+        confidence: float | None = None,
+        summary: str = "",
+    ) -> None:
+        self.scores = scores
+        self.improvements = [] if improvements is None else improvements
+        self.confidence = confidence
+        self.summary = summary
 
 
-@dataclass
-class PromptScore:
-    scores: dict[str, float]
-    overall_score: float
-    score: float
-    grade: str
-    passed: bool
-    improvements: list[str]
-    confidence: float | None
-    runs: int
-    successful_runs: int
-    pass_rate: float
-    temperature: float
-    truncated: bool
-    prompt_chars: int
-    summary: str = ""
-    unparsed: list[str] = field(default_factory=list)
+class PromptScore(Record):
+    """What the grader found; its fields, in this order, are the result's ``details``."""
+
+    def __init__(
+        self,
+        scores: dict[str, float],
+        overall_score: float,
+        score: float,
+        grade: str,
+        passed: bool,
+        improvements: list[str],
+        confidence: float | None,
+        runs: int,
+        successful_runs: int,
+        pass_rate: float,
+        temperature: float,
+        truncated: bool,
+        prompt_chars: int,
+        summary: str = "",
+        unparsed: list[str] | None = None,
+    ) -> None:
+        self.scores = scores
+        self.overall_score = overall_score
+        self.score = score
+        self.grade = grade
+        self.passed = passed
+        self.improvements = improvements
+        self.confidence = confidence
+        self.runs = runs
+        self.successful_runs = successful_runs
+        self.pass_rate = pass_rate
+        self.temperature = temperature
+        self.truncated = truncated
+        self.prompt_chars = prompt_chars
+        self.summary = summary
+        self.unparsed = [] if unparsed is None else unparsed
 
 
 def load_judge(path: str | None = None) -> PromptJudge:
@@ -196,7 +239,7 @@ def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) ->
         pass_score = config_number(config["pass_score"])
         if pass_score is None:
             raise ValueError(f"config.pass_score must be a number, got {config['pass_score']!r}")
-        judge = replace(judge, pass_score=pass_score)
+        judge = judge.with_pass_score(pass_score)
     runs = runs_setting(config, 1)
     temperature = temperature_setting(config, runs)
     prompt = subject_text(inp)
@@ -234,7 +277,7 @@ def to_grader_output(result: PromptScore, pass_score: float) -> dict[str, Any]:
         "reason": reason,
         "hits": [f"{k} {v:g}/10" for k, v in result.scores.items() if v >= pass_score],
         "misses": [f"{k} {v:g}/10" for k, v in result.scores.items() if v < pass_score],
-        "details": asdict(result),
+        "details": result.as_dict(),
     }
 
 

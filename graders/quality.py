@@ -10,7 +10,6 @@ be read. Unreadable replies are reported and left out; if none can be read, the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from grader_sdk import (
@@ -21,6 +20,7 @@ from grader_sdk import (
     node_text,
     script_grader,
 )
+from grader_sdk._record import Record
 from grader_sdk.replies import read_rating
 from graders._judgekit import (
     MAX_TOKENS,
@@ -40,52 +40,79 @@ DIMENSIONS = ("coherence", "fluency", "relevance", "groundedness", "similarity")
 INPUT_LABELS = {"context": "no context", "expected": "no expected answer"}
 
 
-@dataclass
-class Dimension:
-    name: str
-    system_prompt: str
-    template: str
-    requires: tuple[str, ...] = ()
-    description: str = ""
+class Dimension(Record):
+    def __init__(
+        self,
+        name: str,
+        system_prompt: str,
+        template: str,
+        requires: tuple[str, ...] = (),
+        description: str = "",
+    ) -> None:
+        self.name = name
+        self.system_prompt = system_prompt
+        self.template = template
+        self.requires = requires
+        self.description = description
 
 
-@dataclass
-class Definitions:
-    dimensions: dict[str, Dimension]
-    scale: dict[str, float]
-    weights: dict[str, float]
-    reply_format: str = ""
+class Definitions(Record):
+    def __init__(
+        self,
+        dimensions: dict[str, Dimension],
+        scale: dict[str, float],
+        weights: dict[str, float],
+        reply_format: str = "",
+    ) -> None:
+        self.dimensions = dimensions
+        self.scale = scale
+        self.weights = weights
+        self.reply_format = reply_format
 
 
-@dataclass
-class Material:
+class Material(Record):
     """What the templates are filled with."""
 
-    input: str
-    output: str
-    context: str = ""
-    expected: str = ""
+    def __init__(self, input: str, output: str, context: str = "", expected: str = "") -> None:
+        self.input = input
+        self.output = output
+        self.context = context
+        self.expected = expected
 
     def has(self, requirement: str) -> bool:
         return bool(getattr(self, requirement, "").strip())
 
 
-@dataclass
-class DimensionResult:
-    name: str
-    choice: str | None
-    score: float | None
-    reason: str = ""
-    raw: str = ""
-    problem: str = ""
+class DimensionResult(Record):
+    def __init__(
+        self,
+        name: str,
+        choice: str | None,
+        score: float | None,
+        reason: str = "",
+        raw: str = "",
+        problem: str = "",
+    ) -> None:
+        self.name = name
+        self.choice = choice
+        self.score = score
+        self.reason = reason
+        self.raw = raw
+        self.problem = problem
 
 
-@dataclass
-class Outcome:
-    score: float | None
-    results: list[DimensionResult]
-    skipped: dict[str, str] = field(default_factory=dict)
-    weights: dict[str, float] = field(default_factory=dict)
+class Outcome(Record):
+    def __init__(
+        self,
+        score: float | None,
+        results: list[DimensionResult],
+        skipped: dict[str, str] | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> None:
+        self.score = score
+        self.results = results
+        self.skipped = {} if skipped is None else skipped
+        self.weights = {} if weights is None else weights
 
 
 def load_definitions(path: str | None = None) -> Definitions:

@@ -177,14 +177,20 @@ def test_configured_retrieval_context_wins() -> None:
     assert [(g.label, g.nodes) for g in groups] == [("list 1", ["X1", "X2"]), ("list 2", ["Y1"])]
 
 
-def test_the_rag_graders_import_no_dataclasses() -> None:
-    """A RAG grader process starts without ``dataclasses``/``inspect`` (docs/performance.md)."""
+def test_the_builtin_graders_import_no_dataclasses_inspect_or_statistics() -> None:
+    """A built-in grader process starts without ``dataclasses``/``inspect`` or ``statistics``
+    (docs/performance.md): every stream-mode worker pays its imports, and a ``mode: process``
+    grader pays them per case."""
     import subprocess
     import sys
 
+    from evalrun.spec.kinds import KINDS
+
+    modules = sorted(k.module for k in KINDS.values() if k.module)
+    assert "graders.quality" in modules and "graders.contextual_precision" in modules
     probe = (
-        "import sys, graders.contextual_precision, graders.contextual_recall;"
-        "print(sorted({'dataclasses', 'inspect'} & set(sys.modules)))"
+        f"import sys, {', '.join(modules)};"
+        "print(sorted({'dataclasses', 'inspect', 'statistics'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

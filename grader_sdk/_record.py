@@ -1,5 +1,5 @@
 """``Record``: the base of the SDK's value classes (a judge request and reply, the proxy's
-info, a verdict, a grader's input and result).
+info, a verdict, a grader's input and result), and of the built-in graders' own (``graders/``).
 
 They were dataclasses; importing ``dataclasses`` (and ``inspect`` with it) cost 8.7 ms of the
 SDK's ~20 ms import, paid by every per-process grader run and every stream-mode worker

@@ -10,7 +10,7 @@ record) come from them.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 
 class Record:
@@ -37,6 +37,14 @@ class Record:
     def as_dict(self) -> dict[str, Any]:
         """The fields, records inside them turned into dicts too."""
         return {name: _plain(getattr(self, name)) for name in self._fields}
+
+
+R = TypeVar("R", bound=Record)
+
+
+def replace(record: R, **changes: Any) -> R:
+    """A copy of ``record`` with ``changes`` (what ``dataclasses.replace`` gives)."""
+    return type(record)(**{**{name: getattr(record, name) for name in record._fields}, **changes})
 
 
 def _plain(value: Any) -> Any:

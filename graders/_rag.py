@@ -20,17 +20,14 @@ from grader_sdk import (
     configured_context,
     parse_json_reply,
 )
+from grader_sdk._record import Record
 
 AGGREGATES = ("weighted", "mean")
 
 
-class RetrievalGroup:
-    """One ranked list of nodes: a tool call's results, or the whole flattened context.
-
-    A plain class, not a dataclass: importing ``dataclasses`` (and ``inspect``) would cost every
-    RAG grader process ~9 ms at start (docs/performance.md)."""
-
-    __slots__ = ("label", "nodes", "query", "tool", "verdicts")
+class RetrievalGroup(Record):
+    """One ranked list of nodes: a tool call's results, or the whole flattened context; its
+    ``verdicts`` are filled in as the judge reads the nodes."""
 
     def __init__(
         self, label: str, nodes: list[str], query: str | None = None, tool: str | None = None

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from grader_sdk import Abstain, GraderInput, Reading, script_grader
-from grader_sdk._record import Record
+from grader_sdk._record import Record, replace
 from grader_sdk.replies import Dimension, read_scores, scaled_number
 from graders._judgekit import (
     MAX_TOKENS,
@@ -55,16 +55,6 @@ class PromptJudge(Record):
         self.dimensions = dimensions
         self.pass_score = pass_score
         self.grades = grades
-
-    def with_pass_score(self, pass_score: float) -> PromptJudge:
-        return PromptJudge(
-            self.system_prompt,
-            self.template,
-            self.reply_schema,
-            self.dimensions,
-            pass_score,
-            self.grades,
-        )
 
 
 class RunScores(Record):
@@ -239,7 +229,7 @@ def evaluate(inp: GraderInput, client: Any, judge: PromptJudge | None = None) ->
         pass_score = config_number(config["pass_score"])
         if pass_score is None:
             raise ValueError(f"config.pass_score must be a number, got {config['pass_score']!r}")
-        judge = judge.with_pass_score(pass_score)
+        judge = replace(judge, pass_score=pass_score)
     runs = runs_setting(config, 1)
     temperature = temperature_setting(config, runs)
     prompt = subject_text(inp)

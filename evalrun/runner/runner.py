@@ -16,6 +16,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -267,9 +268,7 @@ class EvalRun:
             for case, repeat in pending:
                 await one(case, repeat)
 
-        loop = asyncio.get_running_loop()
-        handled = self._install_signal_handlers(loop)
-        try:
+        with self._signals_handled(asyncio.get_running_loop()):
             try:
                 for _ in range(min(max(1, options.workers), job_count)):
                     self._tasks.add(asyncio.create_task(worker()))
@@ -287,9 +286,6 @@ class EvalRun:
                 await executor.aclose()
                 await self.close()
             return self._finish_bundle(writer, started_at, time.monotonic() - t0)
-        finally:
-            for sig in handled:
-                loop.remove_signal_handler(sig)
 
     def _finish_bundle(
         self, writer: BundleWriter, started_at: datetime, duration: float
@@ -349,13 +345,19 @@ class EvalRun:
             shutil.rmtree(self._private_dir, ignore_errors=True)
         await self.pool.aclose()
 
-    def _install_signal_handlers(self, loop: asyncio.AbstractEventLoop) -> list[int]:
+    @contextlib.contextmanager
+    def _signals_handled(self, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
+        """Ctrl-C and SIGTERM go to :meth:`_on_signal` until the summary is written."""
         handled = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self._on_signal)
                 handled.append(sig)
-        return handled
+        try:
+            yield
+        finally:
+            for sig in handled:
+                loop.remove_signal_handler(sig)
 
     def _on_signal(self) -> None:
         if not self._finishing:

@@ -178,13 +178,14 @@ class ProxyInfo(Record):
 
 
 class TargetClient:
-    """Blocking client. Sequential calls reuse one keep-alive connection; concurrent calls
-    (threads) each get their own. ``timeout`` bounds connecting and each wait for data."""
+    """Blocking client. Sequential calls reuse one keep-alive connection (shared by the clients
+    of a process that talk to the same proxy); concurrent calls (threads) each get their own.
+    ``timeout`` bounds connecting and each wait for data."""
 
     def __init__(self, url: str, token: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         if not url:
             raise ProxyNotConfigured("no proxy URL given")
-        from grader_sdk._http import HttpClient, parse_url
+        from grader_sdk._http import parse_url, shared_client
 
         try:
             host, port, self._prefix = parse_url(url)
@@ -195,7 +196,7 @@ class TargetClient:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
-        self._http: HttpClient = HttpClient(host, port, timeout=timeout)
+        self._http: HttpClient = shared_client(host, port, timeout=timeout)
         self._headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         self._json_headers = {**self._headers, "Content-Type": "application/json"}
 
@@ -210,7 +211,7 @@ class TargetClient:
         return f"{type(self).__name__}(url={self.url!r})"
 
     def close(self) -> None:
-        """Close idle connections now (they also close with the client or the process)."""
+        """Close the idle connections to the proxy now (they also close with the process)."""
         self._http.close()
 
     def __enter__(self) -> TargetClient:

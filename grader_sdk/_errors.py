@@ -50,6 +50,11 @@ class BudgetExceeded(ProxyError):
     def used(self) -> int | None:
         return _int_or_none(self.body.get("used"))
 
+    @property
+    def requested(self) -> int | None:
+        """Budget units the refused batch would have cost (absent for a single call)."""
+        return _int_or_none(self.body.get("requested"))
+
 
 class UnknownTarget(ProxyError):
     """400: the named target is not one this grader may use."""

@@ -8,6 +8,7 @@ and per-operation socket timeouts (the ``http.client`` semantics).
 
 from __future__ import annotations
 
+import os
 import socket
 
 MAX_LINE = 65536
@@ -304,6 +305,20 @@ class HttpClient:
         lines.append("Connection: keep-alive")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         return head + body if body else head
+
+
+_SHARED: dict[tuple[int, str, int, float | None], HttpClient] = {}
+
+
+def shared_client(host: str, port: int, *, timeout: float | None) -> HttpClient:
+    """The process's pool for ``host:port``, so the clients a grader makes (one per case in
+    stream mode) reuse warm connections: a case then skips connect and the proxy's accept.
+    Keyed by process too, so a forked child never writes on its parent's sockets."""
+    key = (os.getpid(), host, port, timeout)
+    client = _SHARED.get(key)
+    if client is None:
+        client = _SHARED[key] = HttpClient(host, port, timeout=timeout)
+    return client
 
 
 def _keeps_alive(version: str, connection: str) -> bool:

@@ -10,10 +10,11 @@ contextual recall:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from grader_sdk import (
     Abstain,
+    BudgetExceeded,
     GraderInput,
     ProxyInfo,
     Verdict,
@@ -127,6 +128,18 @@ def check_budget(info: ProxyInfo, needed: int, work: str) -> None:
             "(a little more leaves room to ask again after unreadable or cut-off replies)",
             {"needed": needed, "remaining": info.remaining, "max_calls": info.max_calls},
         )
+
+
+def budget_refused(exc: BudgetExceeded, needed: int, batch: int, work: str) -> NoReturn:
+    """The proxy refused a batch of ``batch`` requests as over budget (it refuses a batch whole,
+    before making any call of it): abstain as :func:`check_budget` does, from the refusal's
+    numbers, so a grader need not ask for its budget before every case."""
+    if exc.limit is not None and exc.used is not None:
+        per_request = max(1, (exc.requested or batch) // max(1, batch))
+        check_budget(
+            ProxyInfo("", exc.used, exc.limit, calls_per_request=per_request), needed, work
+        )
+    raise Abstain(f"not enough judge calls: {work} needs {needed}; the proxy refused: {exc}")
 
 
 def _declined(raw: str) -> str | None:

@@ -18,9 +18,11 @@ from typing import Any
 
 from grader_sdk import (
     Abstain,
+    BudgetExceeded,
     GraderInput,
     GraderResult,
     ProtocolError,
+    ProxyInfo,
     TargetClient,
     judge_relevance,
     script_grader,
@@ -31,6 +33,7 @@ from graders._rag import (
     RetrievalGroup,
     aggregate,
     average_precision,
+    budget_refused,
     check_budget,
     check_verdicts,
     format_score,
@@ -146,17 +149,23 @@ def grade(inp: GraderInput) -> GraderResult:
     if not question:
         raise Abstain("no question to judge relevance against (the input has no user message)")
 
+    work = f"judging {total} retrieved nodes"
+    if inp.max_calls is not None:  # the grant is fresh; a judge panel's cost shows in a refusal
+        check_budget(ProxyInfo("", 0, inp.max_calls), total, work)
     client = TargetClient.from_env()
-    info = client.info()
-    check_budget(info, total, f"judging {total} retrieved nodes")
     expected = inp.expected_text() if config.get("include_expected", True) else None
     options = {"target": config.get("judge_target")}
+    left = total
     for group in groups:
         try:
             group.verdicts = judge_relevance(
                 client, question, group.nodes, expected=expected, **options
             )
+        except BudgetExceeded as exc:
+            work = work if left == total else f"judging the {left} retrieved nodes left"
+            budget_refused(exc, left, len(group.nodes), work)
         except ProtocolError as exc:
             raise Abstain(f"the judge did not answer once per node: {exc}") from None
         check_verdicts(group.verdicts, len(group.nodes), "node", f" of {group.label}")
+        left -= len(group.nodes)
     return score_groups(groups, per_tool_call, how)

@@ -37,10 +37,15 @@ EXPECTED_PRECISION = {"perfect-ranking": 1.0, "mixed-ranking": 5 / 6, "relevant-
 EXPECTED_RECALL = {"perfect-recall": 1.0, "partial-recall": 1 / 3, "zero-recall": 0.0}
 
 
+def granted(payload: dict[str, Any], max_calls: int) -> dict[str, Any]:
+    """The payload as the runner sends it: its ``grader.max_calls`` is the grant's budget."""
+    return {**payload, "grader": {**payload["grader"], "max_calls": max_calls}}
+
+
 def grade(
     module: str, payload: dict[str, Any], proxy: FakeProxy
 ) -> tuple[int, dict[str, Any], str]:
-    proc = run_python_grader(module, payload, proxy.env())
+    proc = run_python_grader(module, granted(payload, proxy.max_calls), proxy.env())
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
 
 
@@ -179,11 +184,48 @@ def test_single_node_and_ties() -> None:
 
 
 def test_budget_too_small_abstains_before_calling_the_judge() -> None:
+    """The payload's max_calls says so: no request reaches the proxy at all."""
     with FakeProxy(marked_judge, max_calls=2) as proxy:
         code, result, _ = grade(PRECISION, context_payload(["REL a", "b", "c"]), proxy)
-        assert proxy.call_count == 0
+        assert proxy.http_requests == []
     assert code == 3 and result["abstain"] is True
-    assert "needs 3, but max_calls is 2" in result["reason"]
+    assert "needs 3, but max_calls is 2 with 2 left" in result["reason"]
+
+
+def test_precision_asks_nothing_but_the_verdicts() -> None:
+    """One batch per case and no budget lookup: a case's only round trip is the judging."""
+    with FakeProxy(marked_judge, max_calls=5) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["REL a", "b", "REL c"]), proxy)
+        assert proxy.http_requests == [("POST", "/invokeBatch")]
+    assert (code, result["score"]) == (0, pytest.approx((1 + 2 / 3) / 2))
+
+
+@pytest.mark.parametrize("per_tool_call", [False, True])
+def test_a_batch_refused_over_budget_abstains_with_the_proxy_numbers(per_tool_call: bool) -> None:
+    """A payload without max_calls (another runner's): the proxy's refusal, which comes before
+    any call of the batch, gives the numbers of the hint."""
+    nodes = [["REL a", "b"], ["REL c", "d"]] if per_tool_call else ["REL a", "b", "REL c", "d"]
+    payload = context_payload(nodes, per_tool_call=per_tool_call)
+    del payload["grader"]["max_calls"]
+    with FakeProxy(marked_judge, max_calls=3) as proxy:
+        proc = run_python_grader(PRECISION, payload, proxy.env())
+        spent = proxy.call_count
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 3 and result["abstain"] is True, proc.stderr
+    if per_tool_call:  # the first list fits; the second is refused with 2 nodes left
+        assert spent == 2
+        assert (
+            "judging the 2 retrieved nodes left needs 2, but max_calls is 3 with 1 left"
+            in (result["reason"])
+        )
+        assert "to at least 4 " in result["reason"]
+    else:
+        assert spent == 0
+        assert (
+            "judging 4 retrieved nodes needs 4, but max_calls is 3 with 3 left"
+            in (result["reason"])
+        )
+        assert "to at least 4 " in result["reason"]
 
 
 def test_recall_budget_checked_after_extraction() -> None:
@@ -364,6 +406,7 @@ def both_graders(
     payload: dict[str, Any], judge: Any, max_calls: int = 50
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     with FakeProxy(judge, max_calls=max_calls) as proxy:
+        payload = granted(payload, max_calls)
         py = run_python_grader(PRECISION, payload, proxy.env())
         js = run_node(JS_PRECISION, payload, proxy.env())
     assert py.returncode == 0, py.stderr
@@ -379,6 +422,34 @@ def test_python_and_js_graders_agree_on_the_examples(case: dict[str, Any]) -> No
     assert js["score"] == pytest.approx(EXPECTED_PRECISION[case["id"]])
     assert (js["reason"], js["hits"], js["misses"]) == (py["reason"], py["hits"], py["misses"])
     assert js["details"] == py["details"]
+
+
+@pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
+@pytest.mark.parametrize(
+    ("grant", "proxy_budget", "per_tool_call"),
+    [(2, 50, False), (None, 3, False), (None, 3, True)],
+    ids=["payload-budget", "refused", "refused-second-list"],
+)
+def test_python_and_js_abstain_alike_on_a_small_budget(
+    grant: int | None, proxy_budget: int, per_tool_call: bool
+) -> None:
+    nodes = [["REL a", "b"], ["REL c", "d"]] if per_tool_call else ["REL a", "b", "REL c", "d"]
+    payload = context_payload(nodes, per_tool_call=per_tool_call)
+    payload["grader"] = {"name": "test", **({"max_calls": grant} if grant else {})}
+    answers = []
+    for run in (run_python_grader, run_node):
+        with FakeProxy(marked_judge, max_calls=proxy_budget) as proxy:
+            module = PRECISION if run is run_python_grader else JS_PRECISION
+            proc = run(module, payload, proxy.env())
+            answers.append((proc.returncode, json.loads(proc.stdout), proxy.call_count))
+    (py_code, py, py_spent), (js_code, js, js_spent) = answers
+    assert py_code == js_code == 3 and py["abstain"] is js["abstain"] is True
+    assert (js["reason"], js.get("details"), js_spent) == (
+        py["reason"],
+        py.get("details"),
+        py_spent,
+    )
+    assert "not enough judge calls" in py["reason"]
 
 
 @pytest.mark.skipif(not HAS_NODE, reason="node is not installed")

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grader_sdk import Abstain, GraderInput, ProxyInfo
+from grader_sdk import Abstain, BudgetExceeded, GraderInput, ProxyInfo
 from graders._rag import (
     aggregate,
     average_precision,
+    budget_refused,
     check_budget,
     precision_at_k,
     recall,
@@ -194,3 +195,17 @@ def test_the_builtin_graders_import_no_dataclasses_inspect_or_statistics() -> No
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_budget_refusal_reads_a_panels_cost_from_the_requested_units() -> None:
+    """The proxy refuses 2 requests to a 3-member panel as 6 units, with 2 of 5 used."""
+    refusal = BudgetExceeded(
+        "over budget", status=429, body={"limit": 5, "used": 2, "requested": 6}
+    )
+    with pytest.raises(Abstain, match=r"needs 2 at 3 calls each, but max_calls is 5 with 3 left"):
+        budget_refused(refusal, needed=2, batch=2, work="judging 2 nodes")
+    with pytest.raises(Abstain, match=r"to at least 8 "):
+        budget_refused(refusal, needed=2, batch=2, work="judging 2 nodes")
+    bare = BudgetExceeded("budget exhausted", status=429, body={})
+    with pytest.raises(Abstain, match=r"needs 2; the proxy refused: budget exhausted"):
+        budget_refused(bare, needed=2, batch=2, work="judging 2 nodes")

@@ -167,6 +167,18 @@ def test_sequential_calls_share_one_keep_alive_connection() -> None:
     assert json.loads(first.body) == {"question": "q0"}
 
 
+def test_the_clients_of_one_process_share_its_connections() -> None:
+    """A stream-mode grader makes a client per case (a new token each time): the cases still
+    reuse one warm connection, and each request carries its own case's token."""
+    with RawServer(echo) as server:
+        url = f"http://{server.host}:{server.port}"
+        texts = [TargetClient(url, f"tok-case-{i}").invoke(f"q{i}").raw_text for i in range(3)]
+        assert texts == ["q0", "q1", "q2"]
+        assert server.connections == 1
+        tokens = [seen.headers["authorization"] for seen in server.seen]
+    assert tokens == [f"Bearer tok-case-{i}" for i in range(3)]
+
+
 def test_get_has_no_body_and_the_url_prefix_is_kept() -> None:
     def info(peer: Peer) -> None:
         while peer.read_request() is not None:

@@ -26,6 +26,7 @@ export declare class Unauthorized extends ProxyError {}
 export declare class BudgetExceeded extends ProxyError {
   readonly limit: number | null;
   readonly used: number | null;
+  readonly requested: number | null;
 }
 export declare class UnknownTarget extends ProxyError {
   readonly allowed: string[];

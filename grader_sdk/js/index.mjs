@@ -65,6 +65,10 @@ export class BudgetExceeded extends ProxyError {
   get used() {
     return Number.isInteger(this.body.used) ? this.body.used : null;
   }
+  /** Budget units the refused batch would have cost (absent for a single call). */
+  get requested() {
+    return Number.isInteger(this.body.requested) ? this.body.requested : null;
+  }
 }
 export class UnknownTarget extends ProxyError {
   get allowed() {

@@ -5,6 +5,7 @@
 
 import {
   Abstain,
+  BudgetExceeded,
   configuredContext,
   createTargetClient,
   defineScriptGrader,
@@ -13,6 +14,28 @@ import {
 } from '../../grader_sdk/js/index.mjs';
 
 const AGGREGATES = ['weighted', 'mean'];
+
+// Abstain when the budget cannot pay for `needed` requests; a judge panel costs one call per
+// member (docs/judges.md).
+function checkBudget(used, maxCalls, perRequest, needed, work) {
+  const remaining = Math.floor(Math.max(0, maxCalls - used) / perRequest);
+  if (needed <= remaining) return;
+  const cost = perRequest > 1 ? ` at ${perRequest} calls each` : '';
+  throw new Abstain(
+    `not enough judge calls: ${work} needs ${needed}${cost}, but max_calls is ${maxCalls} ` +
+      `with ${maxCalls - used} left; raise \`target: {max_calls: ...}\` to at least ${used + needed * perRequest} ` +
+      '(a little more leaves room to ask again after unreadable or cut-off replies)',
+    { needed, remaining, max_calls: maxCalls },
+  );
+}
+
+// The proxy refused a batch of `batch` requests as over budget, before making any call of it.
+function budgetRefused(err, needed, batch, work) {
+  if (err.limit !== null && err.used !== null) {
+    checkBudget(err.used, err.limit, Math.max(1, Math.floor((err.requested ?? batch) / batch)), needed, work);
+  }
+  throw new Abstain(`not enough judge calls: ${work} needs ${needed}; the proxy refused: ${err.message}`);
+}
 
 function precisionAtK(flags) {
   let found = 0;
@@ -140,27 +163,21 @@ await defineScriptGrader(async (input) => {
   const question = input.question.trim();
   if (!question) throw new Abstain('no question to judge relevance against (the input has no user message)');
 
+  const work = `judging ${total} retrieved nodes`;
+  // the grant is fresh; a judge panel's cost shows in a refusal
+  if (input.maxCalls !== null) checkBudget(0, input.maxCalls, 1, total, work);
   const client = createTargetClient();
-  const info = await client.getInfo();
-  if (total > info.remaining) {
-    // a judge panel costs one call per member (docs/judges.md)
-    const atLeast = info.callCount + total * info.callsPerRequest;
-    const cost = info.callsPerRequest > 1 ? ` at ${info.callsPerRequest} calls each` : '';
-    throw new Abstain(
-      `not enough judge calls: judging ${total} retrieved nodes needs ${total}${cost}, but max_calls is ${info.maxCalls} ` +
-        `with ${info.maxCalls - info.callCount} left; raise \`target: {max_calls: ...}\` to at least ${atLeast} ` +
-        '(a little more leaves room to ask again after unreadable or cut-off replies)',
-      { needed: total, remaining: info.remaining, max_calls: info.maxCalls },
-    );
-  }
   const expected = config.include_expected ?? true ? input.expectedText() : null;
+  let left = total;
   for (const group of groups) {
     try {
       group.verdicts = await judgeRelevance(client, question, group.nodes, { expected, target: config.judge_target ?? undefined });
     } catch (err) {
+      if (err instanceof BudgetExceeded) budgetRefused(err, left, group.nodes.length, left === total ? work : `judging the ${left} retrieved nodes left`);
       if (err instanceof ProtocolError) throw new Abstain(`the judge did not answer once per node: ${err.message}`);
       throw err;
     }
+    left -= group.nodes.length;
     if (group.verdicts.length !== group.nodes.length) {
       throw new Abstain(`the judge returned ${group.verdicts.length} verdicts for ${group.nodes.length} nodes`);
     }

@@ -72,6 +72,29 @@ def test_listing_kinds_and_loading_targets_import_no_provider_module() -> None:
     assert out.stdout.strip().splitlines()[-1] == "LOADED []"
 
 
+def test_building_an_http_target_skips_httpx_s_command_line_client() -> None:
+    """httpx imports its CLI (rich, pygments: ~45 ms) when they are installed; evalrun's import
+    of httpx does not (evalrun/targets/providers/_httpx.py), and httpx still works."""
+    probe = (
+        "import sys\n"
+        "from evalrun.targets import load_targets\n"
+        "from evalrun.targets.pool import TargetPool\n"
+        "targets = load_targets(None)\n"
+        "targets.targets.append(type(targets.targets[0]).model_validate(\n"
+        "    {'name': 'j', 'kind': 'openai', 'model': 'm', 'base_url': 'http://127.0.0.1:9/v1'}))\n"
+        "TargetPool(targets).get('j')\n"
+        "import httpx\n"
+        "assert httpx.Client and httpx.URL('http://127.0.0.1:9/v1').host == '127.0.0.1'\n"
+        "print('LOADED', sorted(m for m in ('pygments', 'rich') if m in sys.modules),\n"
+        "      sys.modules.get('httpx._main', 'absent'))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "LOADED [] None"
+
+
 def test_a_kind_registers_once() -> None:
     with pytest.raises(ValueError, match="'openai' is registered twice"):
         provider("openai")(lambda: _Echo)

@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-import httpx
-
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -27,6 +25,7 @@ from evalrun.targets.base import (
     UnsupportedRequest,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.providers._httpx import httpx
 from evalrun.targets.providers.plainhttp import PlainHttpClient, PlainHttpError, usable_for
 
 T = TypeVar("T")

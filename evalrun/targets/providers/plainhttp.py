@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import httpx
+from evalrun.targets.providers._httpx import httpx
 
 #: the most a response's status line and headers may take; a longer head is refused
 MAX_HEAD_BYTES = 64 * 1024

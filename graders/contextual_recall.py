@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from grader_sdk import (
     Abstain,
+    BudgetExceeded,
     GraderInput,
     GraderResult,
     JudgeReplyError,
     ProtocolError,
+    ProxyInfo,
     TargetClient,
     Verdict,
     extract_statements,
@@ -26,6 +28,7 @@ from grader_sdk import (
 )
 from graders._rag import (
     NO_RETRIEVAL,
+    budget_refused,
     check_budget,
     check_verdicts,
     format_score,
@@ -92,25 +95,25 @@ def grade(inp: GraderInput) -> GraderResult:
             details={"statements": [], "context_size": 0},
         )
     options = {"target": inp.config.get("judge_target")}
+    work = "extracting statements and judging them"
+    if inp.max_calls is not None:  # the grant is fresh; a judge panel's cost shows in a refusal
+        check_budget(ProxyInfo("", 0, inp.max_calls), 2, work)
     client = TargetClient.from_env()
-    info = client.info()
-    check_budget(info, 2, "extracting statements and judging them")
     try:
         statements = extract_statements(client, expected, reserve=1, **options)
+    except BudgetExceeded as exc:
+        budget_refused(exc, 2, 1, work)
     except JudgeReplyError as exc:
         raise Abstain(str(exc), {"raw": exc.raw}) from None
     except ProtocolError as exc:
         raise Abstain(f"the judge did not answer the statements request: {exc}") from None
     if not statements:
         raise Abstain("the judge found no factual statements in the expected answer")
-    info = client.info()
-    check_budget(
-        info,
-        len(statements),
-        f"judging {len(statements)} statements (after 1 extraction call)",
-    )
     try:
         verdicts = judge_attribution(client, statements, context, **options)
+    except BudgetExceeded as exc:  # refused whole, before any call of it
+        work = f"judging {len(statements)} statements (after 1 extraction call)"
+        budget_refused(exc, len(statements), len(statements), work)
     except ProtocolError as exc:
         raise Abstain(f"the judge did not answer once per statement: {exc}") from None
     check_verdicts(verdicts, len(statements), "statement")

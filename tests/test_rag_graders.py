@@ -234,11 +234,47 @@ def test_recall_budget_checked_after_extraction() -> None:
     with FakeProxy(marked_judge, max_calls=4) as proxy:
         code, result, _ = grade(RECALL, payload, proxy)
         assert proxy.call_count == 1
+        assert proxy.http_requests == [("POST", "/invokeBatch")] * 2  # the judging was refused
     assert code == 3 and "judging 4 statements" in result["reason"]
+    assert "needs 4, but max_calls is 4 with 3 left" in result["reason"]
     with FakeProxy(marked_judge, max_calls=1) as proxy:
         code, result, _ = grade(RECALL, payload, proxy)
-        assert proxy.call_count == 0
+        assert proxy.http_requests == []
     assert code == 3 and "needs 2" in result["reason"]
+
+
+def test_recall_asks_nothing_but_its_two_batches() -> None:
+    payload = context_payload(["ctx A YES"])
+    payload["criteria"] = "A YES; B"
+    with FakeProxy(marked_judge, max_calls=5) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+        assert proxy.http_requests == [("POST", "/invokeBatch")] * 2
+    assert (code, result["score"]) == (0, pytest.approx(0.5))
+
+
+def test_recall_without_a_payload_budget_reads_the_proxy_refusals() -> None:
+    """Another runner's payload (no max_calls): the refusals give the hint's numbers."""
+    payload = context_payload(["ctx"])
+    payload["criteria"] = "A YES; B; C; D"
+    del payload["grader"]["max_calls"]
+    with FakeProxy(marked_judge, max_calls=4) as proxy:
+        proc = run_python_grader(RECALL, payload, proxy.env())
+        spent = proxy.call_count
+    result = json.loads(proc.stdout)
+    assert proc.returncode == 3 and spent == 1, proc.stderr
+    assert (
+        "judging 4 statements (after 1 extraction call) needs 4, but max_calls is 4 with 3 left"
+        in result["reason"]
+    )
+    assert "to at least 5 " in result["reason"]
+    with FakeProxy(marked_judge, max_calls=0) as proxy:
+        proc = run_python_grader(RECALL, payload, proxy.env())
+        assert proxy.call_count == 0
+    result = json.loads(proc.stdout)
+    assert (
+        proc.returncode == 3
+        and "extracting statements and judging them needs 2" in (result["reason"])
+    )
 
 
 def test_recall_budget_hint_counts_the_extraction_call() -> None:

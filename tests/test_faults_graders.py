@@ -36,6 +36,15 @@ def note(pid, what):
         f.write(what)
 
 
+def running(pid):
+    # neither gone nor a zombie; the process may go between any two looks at /proc
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def proxy_status():
     request = urllib.request.Request(URL + "/info", headers={"Authorization": "Bearer " + TOKEN})
     try:
@@ -96,7 +105,7 @@ elif case == "escape":
             with open(os.path.join(HERE, "escaped_pid.tmp"), "w") as f:
                 f.write(str(os.getpid()))
             os.rename(os.path.join(HERE, "escaped_pid.tmp"), os.path.join(HERE, "escaped_pid"))
-            while os.path.exists(f"/proc/{parent}") and open(f"/proc/{parent}/stat").read().rsplit(")", 1)[-1].split()[0] != "Z":
+            while running(parent):
                 time.sleep(0.02)
             status = proxy_status()
             for _ in range(200):

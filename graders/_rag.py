@@ -130,6 +130,14 @@ def check_budget(info: ProxyInfo, needed: int, work: str) -> None:
         )
 
 
+def check_payload_budget(inp: GraderInput, needed: int, work: str) -> None:
+    """:func:`check_budget` before any request, from the payload's ``grader.max_calls`` (the
+    grant is fresh per case; a judge panel's cost shows only in a refusal, see
+    :func:`budget_refused`). Nothing to check when the payload names no budget."""
+    if inp.max_calls is not None:
+        check_budget(ProxyInfo("", 0, inp.max_calls), needed, work)
+
+
 def budget_refused(exc: BudgetExceeded, needed: int, batch: int, work: str) -> NoReturn:
     """The proxy refused a batch of ``batch`` requests as over budget (it refuses a batch whole,
     before making any call of it): abstain as :func:`check_budget` does, from the refusal's

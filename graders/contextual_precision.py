@@ -22,7 +22,6 @@ from grader_sdk import (
     GraderInput,
     GraderResult,
     ProtocolError,
-    ProxyInfo,
     TargetClient,
     judge_relevance,
     script_grader,
@@ -34,7 +33,7 @@ from graders._rag import (
     aggregate,
     average_precision,
     budget_refused,
-    check_budget,
+    check_payload_budget,
     check_verdicts,
     format_score,
     has_retrieval,
@@ -150,8 +149,7 @@ def grade(inp: GraderInput) -> GraderResult:
         raise Abstain("no question to judge relevance against (the input has no user message)")
 
     work = f"judging {total} retrieved nodes"
-    if inp.max_calls is not None:  # the grant is fresh; a judge panel's cost shows in a refusal
-        check_budget(ProxyInfo("", 0, inp.max_calls), total, work)
+    check_payload_budget(inp, total, work)
     client = TargetClient.from_env()
     expected = inp.expected_text() if config.get("include_expected", True) else None
     options = {"target": config.get("judge_target")}

@@ -19,7 +19,6 @@ from grader_sdk import (
     GraderResult,
     JudgeReplyError,
     ProtocolError,
-    ProxyInfo,
     TargetClient,
     Verdict,
     extract_statements,
@@ -29,7 +28,7 @@ from grader_sdk import (
 from graders._rag import (
     NO_RETRIEVAL,
     budget_refused,
-    check_budget,
+    check_payload_budget,
     check_verdicts,
     format_score,
     has_retrieval,
@@ -96,8 +95,7 @@ def grade(inp: GraderInput) -> GraderResult:
         )
     options = {"target": inp.config.get("judge_target")}
     work = "extracting statements and judging them"
-    if inp.max_calls is not None:  # the grant is fresh; a judge panel's cost shows in a refusal
-        check_budget(ProxyInfo("", 0, inp.max_calls), 2, work)
+    check_payload_budget(inp, 2, work)
     client = TargetClient.from_env()
     try:
         statements = extract_statements(client, expected, reserve=1, **options)

@@ -284,18 +284,26 @@ def test_the_table_keeps_at_most_its_rows_problems_first() -> None:
     assert [c.id for c in few.rows()] == ["a", "b", "c"]  # all fit: by id
 
 
+def _run_patched(path: Path, out: Path, patch: str) -> subprocess.CompletedProcess[str]:
+    """The CLI on the suite's France case in a fresh interpreter, after ``patch`` ran there."""
+    script = (
+        patch + "from evalrun.cli import main\n"
+        f"main([{str(path)!r}, '--out', {str(out)!r}, '--filter', 'france'])\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+
+
 def test_reporters_that_cannot_be_imported_are_a_clear_error(tmp_path):
     """The results stay on disk; the run says why no report was written and exits 3."""
     path = make_eval(tmp_path, SUITE)
     out = tmp_path / "out"
-    script = (
+    result = _run_patched(
+        path,
+        out,
         "import sys\n"
-        "sys.modules['evalrun.reporters'] = None  # import evalrun.reporters: ImportError\n"
-        "from evalrun.cli import main\n"
-        f"main([{str(path)!r}, '--out', {str(out)!r}, '--filter', 'france'])\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        "sys.modules['evalrun.reporters'] = None  # import evalrun.reporters: ImportError\n",
     )
     assert result.returncode == 3, result.stderr
     assert "no reports written: evalrun.reporters cannot be imported" in result.stderr
@@ -310,16 +318,13 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     half-written file; 130 says the run was stopped, never 0."""
     path = make_eval(tmp_path, SUITE)
     out = tmp_path / "out"
-    script = (
+    result = _run_patched(
+        path,
+        out,
         "import evalrun.reporters as reporters\n"
         "def interrupted(view, writers):  # the report files are open, half written\n"
         "    raise KeyboardInterrupt\n"
-        "reporters.write_all = interrupted\n"
-        "from evalrun.cli import main\n"
-        f"main([{str(path)!r}, '--out', {str(out)!r}, '--filter', 'france'])\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        "reporters.write_all = interrupted\n",
     )
     assert result.returncode == 130, result.stderr
     assert f"'evalrun report {out}' writes the reports" in result.stderr

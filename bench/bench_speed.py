@@ -96,6 +96,8 @@ class Run:
     wall_s: float
     cpu_s: float
     judge_calls: int
+    #: How long the fake judge really held a call, on average (None: no call).
+    judge_hold_ms: float | None = None
 
     def efficiency(self, latency_floor: float) -> float:
         return max(latency_floor, self.cpu_s / CORES) / self.wall_s
@@ -149,8 +151,10 @@ class FakeJudge:
     def reset(self) -> None:
         self._get("/reset")
 
-    def requests(self) -> int:
-        return int(self._get("/stats")["requests"])
+    def stats(self) -> tuple[int, float | None]:
+        """(calls since the last reset, their mean hold in ms)."""
+        stats = self._get("/stats")
+        return int(stats["requests"]), stats["mean_hold_ms"]
 
     def close(self) -> None:
         self.proc.terminate()
@@ -184,7 +188,7 @@ def timed(argv: list[str], cwd: Path, env: dict[str, str], judge: FakeJudge) -> 
     code = os.waitstatus_to_exitcode(status)
     if code not in (0, 1):
         raise SystemExit(f"{shlex.join(argv[:5])} exited {code}:\n{stderr[-2000:]}")
-    return Run(wall, usage.ru_utime + usage.ru_stime, judge.requests())
+    return Run(wall, usage.ru_utime + usage.ru_stime, *judge.stats())
 
 
 def cases(n: int) -> list[dict]:
@@ -405,6 +409,11 @@ def main() -> None:
                 )
             )
             rows[0].met = served.efficiency(floor) >= 0.7
+            if served.judge_hold_ms is not None:
+                notes.append(
+                    f"the fake judge held each call of that row {served.judge_hold_ms:.2f} ms "
+                    f"on average ({args.latency_ms:g} ms asked): the latency floor is real"
+                )
             if base:
                 rows.append(
                     Row(

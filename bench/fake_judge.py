@@ -5,7 +5,8 @@ its own process (raw asyncio, so it costs the machine little).
 
 ``POST /v1/chat/completions`` answers after the latency with one JSON verdict that both
 evalrun's judge helpers and promptfoo's ``llm-rubric`` read as a pass. ``GET /stats`` gives
-``{"requests", "peak_in_flight"}``; ``POST /reset`` zeroes them.
+``{"requests", "peak_in_flight", "mean_hold_ms"}`` (how long a call was really held, so a
+bench can show its latency floor is true); ``POST /reset`` zeroes them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import json
 import socket
 import sys
+import time
 
 VERDICT = json.dumps(
     {"relevant": True, "pass": True, "score": 1.0, "reason": "scripted", "confidence": 0.9}
@@ -43,6 +45,7 @@ class Judge:
         self.requests = 0
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.held_s = 0.0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -64,20 +67,35 @@ class Judge:
 
     async def _answer(self, target: bytes) -> bytes:
         if target.startswith(b"/stats"):
-            return json.dumps(
-                {"requests": self.requests, "peak_in_flight": self.peak_in_flight}
-            ).encode()
+            mean = self.held_s / self.requests * 1000 if self.requests else None
+            stats = {"requests": self.requests, "peak_in_flight": self.peak_in_flight}
+            return json.dumps({**stats, "mean_hold_ms": mean}).encode()
         if target.startswith(b"/reset"):
             self.requests = self.peak_in_flight = 0
+            self.held_s = 0.0
             return b"{}"
         self.requests += 1
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        started = time.monotonic()
         try:
-            await asyncio.sleep(self.latency_s)
+            await self._hold(started + self.latency_s)
         finally:
             self.in_flight -= 1
+            self.held_s += time.monotonic() - started
         return REPLY
+
+    @staticmethod
+    async def _hold(deadline: float) -> None:
+        """Until ``deadline``, not after: an asyncio timer wakes up to ~1 ms late (epoll counts
+        whole milliseconds), which over 25 rounds would add ~25 ms the latency floor does not
+        count. So: a timer 1 ms short, then the rest (under 1 ms) in a precise sleep."""
+        early = deadline - time.monotonic() - 0.001
+        if early > 0:
+            await asyncio.sleep(early)
+        rest = deadline - time.monotonic()
+        if rest > 0:
+            time.sleep(rest)
 
     @staticmethod
     def _response(body: bytes) -> bytes:

@@ -322,7 +322,7 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
         path,
         out,
         "import evalrun.reporters as reporters\n"
-        "def interrupted(view, writers):  # the report files are open, half written\n"
+        "def interrupted(view, writers, drafts=None):  # the report files are open, half written\n"
         "    raise KeyboardInterrupt\n"
         "reporters.write_all = interrupted\n",
     )

@@ -9,13 +9,13 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
-from evalrun.results.bundle import BundleError
+from evalrun.results.bundle import BundleError, BundleWriter, WrittenLine
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import ResultScan
 from evalrun.runner.options import ExitCode, RunOptions
@@ -33,6 +33,9 @@ from evalrun.targets import (
     locate_targets_file,
 )
 from evalrun.yamlsource import SourceError
+
+if TYPE_CHECKING:
+    from evalrun.reporters.drafts import ReportDrafts
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
@@ -220,8 +223,11 @@ def run(
         )
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
+    drafts = None
+    if _drafted(options, writer):
+        drafts = _ReportDraftsLater(options.report_formats, expected=len(run_.cases))
     try:
-        outcome = asyncio.run(run_.run(writer))
+        outcome = asyncio.run(run_.run(writer, drafts.add if drafts else None))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written
         raise _fail(str(exc)) from None
     if outcome.write_error is not None:
@@ -232,7 +238,7 @@ def run(
     out = outcome.out or options.out
     try:
         if outcome.write_error is None and not _write_reports(
-            out, options.report_formats, outcome.scan
+            out, options.report_formats, outcome.scan, drafts.drafts if drafts else None
         ):
             exit_code = max(exit_code, ExitCode.INCOMPLETE)
         if not quiet:
@@ -249,7 +255,39 @@ def run(
     raise typer.Exit(exit_code)
 
 
-def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None) -> bool:
+def _drafted(options: RunOptions, writer: BundleWriter) -> bool:
+    """Whether the reports' case sections are drafted as the cases finish: in a run of one
+    repeat into a fresh bundle (docs/reports.md, "When reports are written")."""
+    return bool(options.report_formats) and options.repeat == 1 and writer.mode == "new"
+
+
+class _ReportDraftsLater:
+    """:class:`ReportDrafts`, made when the first case is written: the reporters are imported
+    while the first cases are graded, not before the first one starts. Like the drafts, never
+    raises: reporters that cannot be imported are said after the run, when none are written."""
+
+    def __init__(self, formats: tuple[str, ...], expected: int) -> None:
+        self.formats = list(formats)
+        self.expected = expected
+        self.drafts: ReportDrafts | None = None
+        self.unavailable = False
+
+    def add(self, result: WrittenLine, calls: list[WrittenLine]) -> None:
+        if self.drafts is None:
+            if self.unavailable:
+                return
+            try:
+                from evalrun.reporters.drafts import ReportDrafts
+            except ImportError:
+                self.unavailable = True
+                return
+            self.drafts = ReportDrafts(self.formats, self.expected)
+        self.drafts.add(result, calls)
+
+
+def _write_reports(
+    out: Path, formats: tuple[str, ...], scan: ResultScan | None, drafts: ReportDrafts | None
+) -> bool:
     """False (said on stderr) when the reporters cannot be imported: the results are on disk,
     and ``evalrun report`` renders them once the install is whole."""
     try:
@@ -262,8 +300,10 @@ def _write_reports(out: Path, formats: tuple[str, ...], scan: ResultScan | None)
             err=True,
         )
         return False
-    view = load_bundle(out, scan=scan)  # read once, for the report files and GitHub's
-    write_view(view, formats)
+    # read once, for the report files and GitHub's; the run's drafts stand in for its cases
+    calls = drafts.calls if drafts is not None and not drafts.broken else None
+    view = load_bundle(out, scan=scan, calls=calls)
+    write_view(view, formats, drafts)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         github_actions_report(view)
     return True

@@ -12,13 +12,16 @@ import importlib
 import io
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import ResultScan
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
+
+if TYPE_CHECKING:
+    from evalrun.reporters.drafts import Pieces, ReportDrafts
 
 #: format -> (module under evalrun.reporters with ``write(view, out)``, file name in the bundle)
 FORMATS: dict[str, tuple[str, str]] = {
@@ -45,13 +48,16 @@ __all__ = [
 
 
 class ReportWriter(Protocol):
-    """One report being written: its start, then each case in report order, then its end."""
+    """One report being written: its start, then each case in report order, then its end.
+    A case comes whole (``case``) or as the section its module's ``draft(view, case)``
+    rendered before (``place``)."""
 
     #: False when the report shows only the cases that did not pass.
     reads_passed: bool
 
     def head(self) -> None: ...
     def case(self, case: CaseResult) -> None: ...
+    def place(self, pieces: Pieces) -> None: ...
     def tail(self) -> None: ...
 
 
@@ -62,18 +68,37 @@ def _writer(view: BundleView, fmt: str, out: TextIO) -> ReportWriter:
     return module.Writer(view, out)
 
 
-def write_all(view: BundleView, writers: Iterable[ReportWriter]) -> None:
-    """Write several reports in one pass over the results: each result is read once."""
+def write_all(
+    view: BundleView, writers: Iterable[ReportWriter], drafts: ReportDrafts | None = None
+) -> None:
+    """Write several reports in one pass over the results: each result is read once, or not
+    at all when ``drafts`` (the run's) has its sections already."""
     writers = list(writers)
     for w in writers:
         w.head()
-    cases = view.cases if any(w.reads_passed for w in writers) else view.problems
-    for case in cases:
-        for w in writers:
-            if w.reads_passed or case.status != "passed":
-                w.case(case)
+    passed_too = any(w.reads_passed for w in writers)
+    if drafts is not None and drafts.fit(view):
+        modules = [type(w).__module__ for w in writers]
+        for offset in view.index.offsets(passed=passed_too):
+            draft = drafts.get(view, offset, modules)
+            if draft is None:
+                for case in view.read_at([offset]):
+                    _write_case(writers, case)
+                continue
+            for w, module in zip(writers, modules, strict=True):
+                if w.reads_passed or draft.status != "passed":
+                    w.place(draft.pieces[module])
+    else:
+        for case in view.cases if passed_too else view.problems:
+            _write_case(writers, case)
     for w in writers:
         w.tail()
+
+
+def _write_case(writers: list[ReportWriter], case: CaseResult) -> None:
+    for w in writers:
+        if w.reads_passed or case.status != "passed":
+            w.case(case)
 
 
 def write(view: BundleView, fmt: str, out: TextIO) -> None:
@@ -103,9 +128,13 @@ def write_reports(
     return write_view(load_bundle(run_dir, unstable_bound=unstable_bound, scan=scan), formats)
 
 
-def write_view(view: BundleView, formats: Iterable[str] = DEFAULT_FORMATS) -> list[Path]:
+def write_view(
+    view: BundleView,
+    formats: Iterable[str] = DEFAULT_FORMATS,
+    drafts: ReportDrafts | None = None,
+) -> list[Path]:
     """:func:`write_reports` for a bundle already read (the run reuses its view for the GitHub
-    Actions report)."""
+    Actions report), with the sections the run drafted (``drafts``) where they fit."""
     formats = list(formats)
     _check_formats(formats)
     paths = [view.run_dir / FORMATS[fmt][1] for fmt in formats]
@@ -113,7 +142,8 @@ def write_view(view: BundleView, formats: Iterable[str] = DEFAULT_FORMATS) -> li
     try:
         with contextlib.ExitStack() as stack:
             handles = [stack.enter_context(open(t, "w", encoding="utf-8")) for t in temps]
-            write_all(view, [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)])
+            writers = [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)]
+            write_all(view, writers, drafts)
     except BaseException:  # Ctrl-C or a full disk: no half-written report is left behind
         for temp in temps:
             temp.unlink(missing_ok=True)

@@ -176,10 +176,11 @@ def load_bundle(
     *,
     unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
     scan: ResultScan | None = None,
+    calls: JudgeCalls | None = None,
 ) -> BundleView:
     """Read a bundle directory; statistics come from ``results.jsonl`` (or from ``scan``, the
-    pass a run made over it), run metadata from ``summary.json`` (either file may be missing,
-    e.g. after a crash)."""
+    pass a run made over it; ``calls`` likewise for ``judge-calls.jsonl``), run metadata from
+    ``summary.json`` (either file may be missing, e.g. after a crash)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or not (
         (run_dir / bundle.RESULTS).is_file() or (run_dir / bundle.SUMMARY).is_file()
@@ -198,7 +199,7 @@ def load_bundle(
         stats=run,
         meta=meta,
         index=scan.index,
-        calls=_scan_judge_calls(run_dir),
+        calls=_scan_judge_calls(run_dir) if calls is None else calls,
     )
 
 

@@ -466,8 +466,9 @@ def _search_text(case: CaseResult) -> str:
     return " ".join(pieces).lower()
 
 
-def _case_row(view: BundleView, case: CaseResult, index: int) -> str:
-    """A case as a ``<tbody>``: its row, and its details in a hidden row below."""
+def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+    """A case as a ``<tbody>``: its row, and its details in a hidden row below; all but the
+    start of the tag, which holds the case's place in the page (only the writer knows it)."""
     repeats = view.repeats is not None
     columns = 7 if repeats else 6
     chips = "".join(
@@ -490,9 +491,8 @@ def _case_row(view: BundleView, case: CaseResult, index: int) -> str:
         f'<tr class="detail" hidden><td colspan="{columns}">{_case_detail(view, case)}</td></tr>'
     )
     return (
-        f'<tbody class="case" id="case-{index}" data-id="{e(case.id)}" '
-        f'data-repeat="{case.repeat}" data-status="{e(case.status)}" '
-        f'data-search="{e(_search_text(case))}">{row}{detail}</tbody>'
+        f'" data-id="{e(case.id)}" data-repeat="{case.repeat}" data-status="{e(case.status)}" '
+        f'data-search="{e(_search_text(case))}">{row}{detail}</tbody>',
     )
 
 
@@ -612,8 +612,13 @@ class Writer:
             else:
                 self.out.write(",\n")
             self.out.write(_compact_row(case))
+            self.index += 1
         else:
-            self.out.write(_case_row(self.view, case, self.index))
+            self.place(draft(self.view, case))
+
+    def place(self, pieces: tuple[str]) -> None:
+        """A case's :func:`draft`, at the next place in the table."""
+        self.out.write(f'<tbody class="case" id="case-{self.index}{pieces[0]}')
         self.index += 1
 
     def tail(self) -> None:

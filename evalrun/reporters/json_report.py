@@ -36,6 +36,11 @@ def _failure(case: CaseResult) -> dict[str, Any]:
     }
 
 
+def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+    """A case's entry in "failures", indented as it sits there."""
+    return (pretty_json(_failure(case)).replace("\n", "\n" + _INDENT),)
+
+
 class Writer:
     """The document ``json.dumps(..., indent=2)`` gives, with "failures" (every result that did
     not pass) streamed last."""
@@ -51,8 +56,10 @@ class Writer:
         self.out.write(head.removesuffix("[]\n}") + "[")
 
     def case(self, case: CaseResult) -> None:
-        text = pretty_json(_failure(case)).replace("\n", "\n" + _INDENT)
-        self.out.write(self.separator + _INDENT + text)
+        self.place(draft(self.view, case))
+
+    def place(self, pieces: tuple[str]) -> None:
+        self.out.write(self.separator + _INDENT + pieces[0])
         self.separator = ",\n"
 
     def tail(self) -> None:

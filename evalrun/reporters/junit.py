@@ -83,12 +83,17 @@ def _attr(value: object) -> str:
     )
 
 
-def _testcase(view: BundleView, case: CaseResult, classname: str) -> str:
-    """One ``<testcase>`` as ``ET.indent`` lays it out under ``<testsuite>``; written as text,
-    since building elements costs more than the rest of the report for a large run."""
+def draft(view: BundleView, case: CaseResult) -> tuple[str, str]:
+    """One ``<testcase>`` as ``ET.indent`` lays it out under ``<testsuite>``, in two pieces
+    around its ``classname`` (the suite's, which the writer knows); written as text, since
+    building elements costs more than the rest of the report for a large run."""
     name = _attr(view.label(case)) or "(unnamed)"
-    head = f'{_INDENT}<testcase name="{name}" classname="{classname}" '
-    head += f'time="{_time(case_duration_s(case))}"'
+    before = f'\n{_INDENT}<testcase name="{name}" classname="'
+    return before, _testcase_rest(case)
+
+
+def _testcase_rest(case: CaseResult) -> str:
+    head = f'" time="{_time(case_duration_s(case))}"'
     output = ""
     if case.output is not None:
         output = f"<system-out>{_text(fmt.clip(str(case.output), OUTPUT_LIMIT))}</system-out>"
@@ -173,7 +178,10 @@ class Writer:
         self.out.write('<?xml version="1.0" encoding="UTF-8"?>\n' + head)
 
     def case(self, case: CaseResult) -> None:
-        self.out.write("\n" + _testcase(self.view, case, self.classname))
+        self.place(draft(self.view, case))
+
+    def place(self, pieces: tuple[str, str]) -> None:
+        self.out.write(f"{pieces[0]}{self.classname}{pieces[1]}")
 
     def tail(self) -> None:
         self.out.write(self.tail_text + "\n")

@@ -237,6 +237,11 @@ def _case_details(view: BundleView, case: CaseResult) -> list[str]:
     return lines + ["</details>", ""]
 
 
+def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+    """A case's section, as one piece (the report joins its lines anyway)."""
+    return ("\n".join(_case_details(view, case)),)
+
+
 class _Joined:
     """Writes lines as ``"\n".join(lines).rstrip() + "\n"`` would, without holding them all."""
 
@@ -285,7 +290,11 @@ class Writer:
 
     def case(self, case: CaseResult) -> None:
         if self.details:
-            self.doc.add(_case_details(self.view, case))
+            self.place(draft(self.view, case))
+
+    def place(self, pieces: tuple[str]) -> None:
+        if self.details:
+            self.doc.add(pieces)
 
     def tail(self) -> None:
         passed = self.view.stats.counts["passed"]

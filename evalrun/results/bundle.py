@@ -72,6 +72,8 @@ def _lock(handle: IO[str], directory: Path) -> None:
 
 
 WriteMode = Literal["new", "resume", "overwrite"]
+#: A line a :class:`BundleWriter` wrote: its byte offset in the file, and its bytes.
+WrittenLine = tuple[int, bytes]
 
 
 def _end_torn_line(handle: IO[str]) -> None:
@@ -114,25 +116,32 @@ class BundleWriter:
                 handle.truncate(0)
             elif mode == "resume":
                 _end_torn_line(handle)
+        #: Each file's size, so each line written is known by its offset as readers know it.
+        self._ends = {h.name: os.fstat(h.fileno()).st_size for h in (self._results, self._calls)}
 
-    def add_case(self, case: CaseResult) -> None:
-        self._write(self._results, [case.to_dict()])
+    def add_case(self, case: CaseResult) -> WrittenLine:
+        return self._write(self._results, [case.to_dict()])[0]
 
-    def add_judge_calls(self, calls: list[JudgeCall]) -> None:
-        if calls:
-            self._write(self._calls, [call.to_dict() for call in calls])
+    def add_judge_calls(self, calls: list[JudgeCall]) -> list[WrittenLine]:
+        return self._write(self._calls, [call.to_dict() for call in calls]) if calls else []
 
-    def _write(self, handle: IO[str], records: list[dict[str, Any]]) -> None:
+    def _write(self, handle: IO[str], records: list[dict[str, Any]]) -> list[WrittenLine]:
         """Whole lines only: everything is serialized and encoded before one write."""
         try:
-            text = "".join(
-                json.dumps(record, ensure_ascii=False, default=str) + "\n" for record in records
-            )
-            handle.buffer.write(text.encode("utf-8"))  # type: ignore[attr-defined]
+            lines = [
+                (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+                for record in records
+            ]
+            handle.buffer.write(b"".join(lines))  # type: ignore[attr-defined]
             handle.flush()
         except (OSError, ValueError) as exc:
             self.failed = True
             raise BundleWriteError(f"cannot write {Path(handle.name).name}: {exc}") from exc
+        written = []
+        for line in lines:
+            written.append((self._ends[handle.name], line))
+            self._ends[handle.name] += len(line)
+        return written
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         tmp = self.directory / (SUMMARY + ".tmp")

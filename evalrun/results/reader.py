@@ -91,6 +91,17 @@ def _json_object(line: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _record(line: bytes, convert: Callable[[Any], T]) -> T | None:
+    """The record on a line, or None for a line the skip rule skips."""
+    data = _json_object(line)
+    if data is None:
+        return None
+    try:
+        return convert(data)
+    except _NOT_A_RECORD:
+        return None
+
+
 def _lines(path: Path, convert: Callable[[Any], T]) -> Iterator[tuple[int, T]]:
     """(byte offset, record) of every line of ``path`` that reads as a record; others are
     skipped."""
@@ -99,14 +110,9 @@ def _lines(path: Path, convert: Callable[[Any], T]) -> Iterator[tuple[int, T]]:
     offset = 0
     with open(path, "rb") as handle:
         for line in handle:
-            data = _json_object(line)
-            if data is not None:
-                try:
-                    record = convert(data)
-                except _NOT_A_RECORD:
-                    pass
-                else:
-                    yield offset, record
+            record = _record(line, convert)
+            if record is not None:
+                yield offset, record
             offset += len(line)
 
 
@@ -121,17 +127,26 @@ def _at(path: Path, offsets: Iterable[int], convert: Callable[[Any], T]) -> Iter
                 handle.seek(offset)
             line = handle.readline()
             at = offset + len(line)
-            data = _json_object(line)
-            if data is not None:
-                try:
-                    yield convert(data)
-                except _NOT_A_RECORD:
-                    continue
+            record = _record(line, convert)
+            if record is not None:
+                yield record
 
 
 def result_lines(directory: Path) -> Iterator[tuple[int, CaseResult]]:
     """(byte offset, result) of every result line of the bundle, in file order."""
     return _lines(directory / RESULTS, _result)
+
+
+def result_from_line(line: bytes) -> CaseResult | None:
+    """The result on one line of ``results.jsonl`` as :func:`result_lines` reads it (None: a
+    line it skips), for who holds the line already (the run, drafting its reports)."""
+    return _record(line, _result)
+
+
+def judge_call_from_line(line: bytes) -> JudgeCall | None:
+    """The judge call on one line of ``judge-calls.jsonl`` as :func:`judge_call_lines` reads
+    it (None: a line it skips)."""
+    return _record(line, JudgeCall.from_dict)
 
 
 def iter_results(directory: Path) -> Iterator[CaseResult]:

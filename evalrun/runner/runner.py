@@ -16,7 +16,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +26,7 @@ from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
 from evalrun.launcher.serve import GraderPools
-from evalrun.results.bundle import BundleWriteError, BundleWriter, claim_folder
+from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.reader import read_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner
@@ -50,6 +50,9 @@ from evalrun.targets import (
 
 if TYPE_CHECKING:
     from proxy import JudgeProxy
+
+#: Told each case the run wrote: its result line and its judge-call lines, as written.
+RecordListener = Callable[[WrittenLine, list[WrittenLine]], None]
 
 
 class Executor(Protocol):
@@ -209,7 +212,11 @@ class EvalRun:
         self._kept = set()
         return BundleWriter(out, mode="new")
 
-    async def run(self, writer: BundleWriter | None = None) -> RunOutcome:
+    async def run(
+        self, writer: BundleWriter | None = None, on_record: RecordListener | None = None
+    ) -> RunOutcome:
+        """Grade every case into ``writer``'s bundle; ``on_record`` hears of each case written
+        (the run command drafts the reports with it, docs/reports.md)."""
         options = self.options
         writer = writer or self.open_bundle()
         done = self._kept
@@ -239,14 +246,16 @@ class EvalRun:
             if self._write_error is not None:
                 return
             try:
-                writer.add_case(result)
+                line = writer.add_case(result)
                 for call in calls:
                     call.repeat = result.repeat
-                writer.add_judge_calls(calls)
+                call_lines = writer.add_judge_calls(calls)
             except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
                 self._write_error = f"case '{result.id}': {exc}"
                 self.interrupt()
                 return
+            if on_record is not None:
+                on_record(line, call_lines)
             progress.case_done(result)
 
         async def one(case: TestCase, repeat: int) -> None:

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
@@ -36,6 +36,16 @@ REASON_LIMIT = 240
 #: Runs with more results than this show passed cases compactly: no per-case details in
 #: report.md, and in report.html a row each from compact data, paged in by the page's script.
 DETAIL_LIMIT = 1000
+
+
+class CaseView(Protocol):
+    """What rendering one case's section needs of a view: a :class:`BundleView`, or the view
+    a run drafts its reports with (``reporters/drafts.py``)."""
+
+    @property
+    def repeats(self) -> RepeatStats | None: ...
+    def label(self, case: CaseResult) -> str: ...
+    def calls_for(self, case: CaseResult) -> list[JudgeCall]: ...
 
 
 class BundleNotFound(FileNotFoundError):

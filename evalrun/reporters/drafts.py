@@ -35,9 +35,9 @@ class Draft:
     pieces: dict[str, Pieces]
 
 
-class _CaseView:
-    """What one case's section needs of a :class:`BundleView`, for a run of one repeat
-    (no repeat statistics, ids as labels): the judge calls written with it."""
+class _DraftView:
+    """The ``CaseView`` (``bundle_view.py``) of a run of one repeat (no repeat statistics, ids as labels):
+    a case's judge calls are those written with it."""
 
     repeats = None
 
@@ -63,7 +63,7 @@ class ReportDrafts:
         self.broken = False
         self._modules: dict[str, ModuleType] | None = None
         self._drafts: dict[int, Draft] = {}
-        self._view = _CaseView()
+        self._view = _DraftView()
         self._full = expected > DETAIL_LIMIT
 
     def add(self, result: WrittenLine, calls: list[WrittenLine]) -> None:

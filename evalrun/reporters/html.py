@@ -18,6 +18,7 @@ from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import (
     DETAIL_LIMIT,
     BundleView,
+    CaseView,
     case_duration_s,
     case_problems,
     case_reason,
@@ -421,7 +422,7 @@ def _judge_call(call: JudgeCall) -> str:
     return f'<details class="call">{"".join(parts)}</details>'
 
 
-def _case_repeat(view: BundleView, case: CaseResult) -> str:
+def _case_repeat(view: CaseView, case: CaseResult) -> str:
     rep = view.repeats
     entry = rep.cases.get(case.id) if rep else None
     if rep is None or entry is None:
@@ -437,7 +438,7 @@ def _case_repeat(view: BundleView, case: CaseResult) -> str:
     return f"<h4>Across repeats{flag}</h4>" + _table(header, rows, cls="repeat")
 
 
-def _case_detail(view: BundleView, case: CaseResult) -> str:
+def _case_detail(view: CaseView, case: CaseResult) -> str:
     parts = []
     if case.error:
         parts.append(f'<div class="error-box"><h4>Error</h4>{_pre(case.error)}</div>')
@@ -466,7 +467,7 @@ def _search_text(case: CaseResult) -> str:
     return " ".join(pieces).lower()
 
 
-def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     """A case as a ``<tbody>``: its row, and its details in a hidden row below; all but the
     start of the tag, which holds the case's place in the page (only the writer knows it)."""
     repeats = view.repeats is not None

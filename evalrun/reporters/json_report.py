@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from evalrun.reporters.bundle_view import BundleView, case_problems
+from evalrun.reporters.bundle_view import BundleView, CaseView, case_problems
 from evalrun.reporters.fmt import pretty_json
 from evalrun.results.models import CaseResult
 from evalrun.results.summary import RUN_KEYS
@@ -36,7 +36,7 @@ def _failure(case: CaseResult) -> dict[str, Any]:
     }
 
 
-def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     """A case's entry in "failures", indented as it sits there."""
     return (pretty_json(_failure(case)).replace("\n", "\n" + _INDENT),)
 

@@ -15,6 +15,7 @@ from typing import TextIO
 from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import (
     BundleView,
+    CaseView,
     case_duration_s,
     case_problems,
     case_reason,
@@ -83,7 +84,7 @@ def _attr(value: object) -> str:
     )
 
 
-def draft(view: BundleView, case: CaseResult) -> tuple[str, str]:
+def draft(view: CaseView, case: CaseResult) -> tuple[str, str]:
     """One ``<testcase>`` as ``ET.indent`` lays it out under ``<testsuite>``, in two pieces
     around its ``classname`` (the suite's, which the writer knows); written as text, since
     building elements costs more than the rest of the report for a large run."""

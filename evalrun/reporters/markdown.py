@@ -18,6 +18,7 @@ from evalrun.reporters import fmt
 from evalrun.reporters.bundle_view import (
     DETAIL_LIMIT,
     BundleView,
+    CaseView,
     case_duration_s,
     case_problems,
 )
@@ -203,7 +204,7 @@ def _grader_detail(grader: GraderResult) -> list[str]:
     return [f"**{text(grader.name)}**", "", *lines]
 
 
-def _case_details(view: BundleView, case: CaseResult) -> list[str]:
+def _case_details(view: CaseView, case: CaseResult) -> list[str]:
     summary = (
         f"{fmt.STATUS_ICONS.get(case.status, '')} <b>{html.escape(printable(view.label(case)))}</b>: "
         f"{case.status}, score {fmt.score(case.score)}"
@@ -237,7 +238,7 @@ def _case_details(view: BundleView, case: CaseResult) -> list[str]:
     return lines + ["</details>", ""]
 
 
-def draft(view: BundleView, case: CaseResult) -> tuple[str]:
+def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     """A case's section, as one piece (the report joins its lines anyway)."""
     return ("\n".join(_case_details(view, case)),)
 

@@ -14,7 +14,14 @@ from conftest import ROOT, run_cli
 from report_helpers import case, grader, judge_calls_for, mixed_cases
 
 from evalrun.judgecall import JudgeCall
-from evalrun.reporters import FORMATS, html, load_bundle, write_reports, write_view
+from evalrun.reporters import (
+    FORMATS,
+    html,
+    load_bundle,
+    report_drafts,
+    write_reports,
+    write_view,
+)
 from evalrun.reporters.bundle_view import DETAIL_LIMIT
 from evalrun.reporters.drafts import ReportDrafts
 from evalrun.results import reader
@@ -29,7 +36,7 @@ def _record(
     folder: Path, cases: list[CaseResult], calls: list[dict], expected: int = 0
 ) -> ReportDrafts:
     """What a run does: write each case and its judge calls, and hand the lines to drafts."""
-    drafts = ReportDrafts(ALL, expected)
+    drafts = report_drafts(ALL, expected)
     writer = BundleWriter(folder, mode="new")
     for c in cases:
         line = writer.add_case(c)
@@ -153,7 +160,7 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
 
     out = tmp_path / "run"
     options = RunOptions(out=out, target="mock", workers=2, quiet=True, sandbox="none")
-    drafts = ReportDrafts(list(options.report_formats))
+    drafts = report_drafts(options.report_formats)
     run = EvalRun(load_eval(ROOT / "evals" / "contextual-precision.eval.yaml"), options)
     outcome = asyncio.run(run.run(on_record=drafts.add))
     assert not drafts.broken

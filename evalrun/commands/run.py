@@ -267,7 +267,7 @@ class _ReportDraftsLater:
     raises: reporters that cannot be imported are said after the run, when none are written."""
 
     def __init__(self, formats: tuple[str, ...], expected: int) -> None:
-        self.formats = list(formats)
+        self.formats = formats
         self.expected = expected
         self.drafts: ReportDrafts | None = None
         self.unavailable = False
@@ -277,11 +277,12 @@ class _ReportDraftsLater:
             if self.unavailable:
                 return
             try:
-                from evalrun.reporters.drafts import ReportDrafts
-            except ImportError:
+                from evalrun.reporters import report_drafts
+
+                self.drafts = report_drafts(self.formats, self.expected)
+            except Exception:  # the reports are then rendered from the bundle alone
                 self.unavailable = True
                 return
-            self.drafts = ReportDrafts(self.formats, self.expected)
         self.drafts.add(result, calls)
 
 

@@ -12,6 +12,7 @@ import importlib
 import io
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
@@ -40,6 +41,7 @@ __all__ = [
     "github_actions_report",
     "load_bundle",
     "render",
+    "report_drafts",
     "write",
     "write_all",
     "write_reports",
@@ -61,11 +63,22 @@ class ReportWriter(Protocol):
     def tail(self) -> None: ...
 
 
-def _writer(view: BundleView, fmt: str, out: TextIO) -> ReportWriter:
+def _module(fmt: str) -> ModuleType:
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
-    module = importlib.import_module(f"evalrun.reporters.{FORMATS[fmt][0]}")
-    return module.Writer(view, out)
+    return importlib.import_module(f"evalrun.reporters.{FORMATS[fmt][0]}")
+
+
+def _writer(view: BundleView, fmt: str, out: TextIO) -> ReportWriter:
+    return _module(fmt).Writer(view, out)
+
+
+def report_drafts(formats: Iterable[str], expected: int = 0) -> ReportDrafts:
+    """Drafts of the reports in ``formats`` for a run that writes ``expected`` results, to be
+    told each case it writes (docs/reports.md, "When reports are written")."""
+    from evalrun.reporters.drafts import ReportDrafts
+
+    return ReportDrafts([_module(fmt) for fmt in formats], expected)
 
 
 def write_all(

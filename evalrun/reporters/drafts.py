@@ -11,7 +11,6 @@ the reports are the same bytes either way; the end of a run is mostly copying.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -36,8 +35,8 @@ class Draft:
 
 
 class _DraftView:
-    """The ``CaseView`` (``bundle_view.py``) of a run of one repeat (no repeat statistics, ids as labels):
-    a case's judge calls are those written with it."""
+    """The ``CaseView`` (``bundle_view.py``) of a run of one repeat (no repeat statistics,
+    ids as labels): a case's judge calls are those written with it."""
 
     repeats = None
 
@@ -52,16 +51,15 @@ class _DraftView:
 
 
 class ReportDrafts:
-    """Drafts of the reports in ``formats`` (keys of ``FORMATS``) for a run of one repeat that
-    starts a fresh bundle and writes ``expected`` results; a run of more than ``DETAIL_LIMIT``
-    (compact reports) keeps none. ``calls`` indexes every judge call written, as a scan of the
-    file would."""
+    """Drafts of the reports whose modules are ``modules`` (``evalrun.reporters.report_drafts``
+    makes them from format names) for a run of one repeat that starts a fresh bundle and writes
+    ``expected`` results; a run of more than ``DETAIL_LIMIT`` (compact reports) keeps none.
+    ``calls`` indexes every judge call written, as a scan of the file would."""
 
-    def __init__(self, formats: list[str], expected: int = 0) -> None:
-        self.formats = formats
+    def __init__(self, modules: list[ModuleType], expected: int = 0) -> None:
         self.calls = JudgeCalls()
         self.broken = False
-        self._modules: dict[str, ModuleType] | None = None
+        self._modules = {m.__name__: m for m in modules}
         self._drafts: dict[int, Draft] = {}
         self._view = _DraftView()
         self._full = expected > DETAIL_LIMIT
@@ -73,7 +71,7 @@ class ReportDrafts:
             return
         try:
             self._add(result, calls)
-        except Exception:  # noqa: BLE001 - a report draft never costs the run a result
+        except Exception:  # a report draft never costs the run a result
             self.broken = True
             self._drafts.clear()
 
@@ -91,16 +89,6 @@ class ReportDrafts:
         case = result_from_line(result[1])
         if case is None:
             return
-        if self._modules is None:
-            from evalrun.reporters import FORMATS
-
-            self._modules = {
-                m.__name__: m
-                for m in (
-                    importlib.import_module(f"evalrun.reporters.{FORMATS[f][0]}")
-                    for f in self.formats
-                )
-            }
         case_id = str(case.id)
         self._view.calls = [c for _, c in written if c is not None and c.case_id == case_id]
         self._drafts[result[0]] = Draft(

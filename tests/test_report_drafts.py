@@ -177,3 +177,26 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
         (out / FORMATS[name][1]).unlink()
     assert run_cli("report", str(out)).returncode == 0
     assert {f: (out / FORMATS[f][1]).read_bytes() for f in written} == written
+
+
+def test_the_run_command_makes_its_drafts_with_the_first_case_and_never_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalrun.commands.run import _ReportDraftsLater
+
+    cases = mixed_cases()
+    writer = BundleWriter(tmp_path / "run", mode="new")
+    later = _ReportDraftsLater(("md", "html", "junit"), expected=len(cases))
+    assert later.drafts is None  # nothing imported before the first case
+    later.add(writer.add_case(cases[0]), [])
+    assert later.drafts is not None and not later.drafts.broken
+    assert later.drafts.get(load_bundle(tmp_path / "run"), 0, ["evalrun.reporters.html"])
+
+    def unavailable(*args: object) -> None:
+        raise ImportError("a broken install")
+
+    monkeypatch.setattr("evalrun.reporters.report_drafts", unavailable)
+    broken = _ReportDraftsLater(("md",), expected=1)
+    broken.add(writer.add_case(cases[1]), [])  # no exception into the case
+    assert broken.drafts is None and broken.unavailable
+    writer.close()

@@ -94,6 +94,7 @@ def draft(view: CaseView, case: CaseResult) -> tuple[str, str]:
 
 
 def _testcase_rest(case: CaseResult) -> str:
+    """The ``<testcase>`` from the end of its ``classname`` on."""
     head = f'" time="{_time(case_duration_s(case))}"'
     output = ""
     if case.output is not None:

@@ -471,3 +471,39 @@ def test_unexpected_provider_failure_becomes_a_redacted_target_error() -> None:
         run(target.complete(PROMPT))
     assert "RuntimeError: bug while using ***" in info.value.message
     assert KEY not in info.value.message and not info.value.retryable
+
+
+OPEN_AT_ONCE = """
+import sys, time
+from pathlib import Path
+from evalrun.targets.stores.cache import ResponseCache
+start = float(sys.argv[2])
+while time.time() < start:
+    pass
+ResponseCache(Path(sys.argv[1])).close()
+"""
+
+
+def test_processes_that_open_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    """Ray's workers and a sharded run's shards open one cache folder at the same moment;
+    SQLite's switch of a new file to WAL does not wait for a lock, and must not fail a run."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    for attempt in range(3):
+        folder = tmp_path / f"cache-{attempt}"
+        start = time.time() + 1.5  # every process is up and waiting by then
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AT_ONCE, str(folder), str(start)],
+                env=env,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(8)
+        ]
+        errors = [p.communicate(timeout=60)[1] for p in procs]
+        assert [p.returncode for p in procs] == [0] * 8, "\n".join(errors)

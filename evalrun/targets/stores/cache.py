@@ -34,17 +34,44 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+#: How long opening the cache waits for other processes that hold it (SQLite's busy timeout).
+BUSY_TIMEOUT_S = 10.0
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """A connection to the cache, in WAL mode with the table made. Processes that open a new
+    cache at once (Ray's workers, a sharded run's shards) race to switch it to WAL, and SQLite
+    answers the loser "database is locked" at once instead of waiting: retried until the busy
+    timeout. A file already in WAL mode needs no switch."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    delay = 0.01
+    while True:
+        db = sqlite3.connect(
+            path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
+        )
+        try:
+            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            return db
+        except sqlite3.OperationalError as exc:
+            db.close()
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        except BaseException:
+            db.close()
+            raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
 class ResponseCache:
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / FILENAME
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db: sqlite3.Connection | None = sqlite3.connect(
-                self.path, timeout=10.0, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            self._db: sqlite3.Connection | None = _open(self.path)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from None
         self._lock = threading.Lock()

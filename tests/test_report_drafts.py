@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,24 +180,25 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
     assert {f: (out / FORMATS[f][1]).read_bytes() for f in written} == written
 
 
-def test_the_run_command_makes_its_drafts_with_the_first_case_and_never_raises(
+def test_the_run_command_drafts_a_fresh_run_of_one_repeat_and_nothing_else(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalrun.commands.run import _ReportDraftsLater
+    from evalrun.commands.run import _report_drafts
+    from evalrun.runner.options import RunOptions
 
-    cases = mixed_cases()
     writer = BundleWriter(tmp_path / "run", mode="new")
-    later = _ReportDraftsLater(("md", "html", "junit"), expected=len(cases))
-    assert later.drafts is None  # nothing imported before the first case
-    later.add(writer.add_case(cases[0]), [])
-    assert later.drafts is not None and not later.drafts.broken
-    assert later.drafts.get(load_bundle(tmp_path / "run"), 0, ["evalrun.reporters.html"])
-
-    def unavailable(*args: object) -> None:
-        raise ImportError("a broken install")
-
-    monkeypatch.setattr("evalrun.reporters.report_drafts", unavailable)
-    broken = _ReportDraftsLater(("md",), expected=1)
-    broken.add(writer.add_case(cases[1]), [])  # no exception into the case
-    assert broken.drafts is None and broken.unavailable
+    drafts = _report_drafts(RunOptions(out=tmp_path / "run"), writer, 7)
+    assert drafts is not None
+    drafts.add(writer.add_case(mixed_cases()[0]), [])
+    assert drafts.get(load_bundle(tmp_path / "run"), 0, ["evalrun.reporters.html"])
+    assert _report_drafts(RunOptions(out=tmp_path, repeat=3), writer, 7) is None
+    assert _report_drafts(RunOptions(out=tmp_path, report_formats=()), writer, 7) is None
     writer.close()
+    resumed = BundleWriter(tmp_path / "run", mode="resume")
+    assert _report_drafts(RunOptions(out=tmp_path / "run"), resumed, 7) is None
+    resumed.close()
+    # reporters that cannot be imported: no drafts, and nothing raised into the run
+    monkeypatch.setitem(sys.modules, "evalrun.reporters", None)
+    fresh = BundleWriter(tmp_path / "other", mode="new")
+    assert _report_drafts(RunOptions(out=tmp_path / "other"), fresh, 7) is None
+    fresh.close()

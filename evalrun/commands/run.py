@@ -15,7 +15,7 @@ import typer
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
-from evalrun.results.bundle import BundleError, BundleWriter, WrittenLine
+from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import ResultScan
 from evalrun.runner.options import ExitCode, RunOptions
@@ -223,9 +223,7 @@ def run(
         )
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
-    drafts = None
-    if _drafted(options, writer):
-        drafts = _ReportDraftsLater(options.report_formats, expected=len(run_.cases))
+    drafts = _report_drafts(options, writer, len(run_.cases))
     try:
         outcome = asyncio.run(run_.run(writer, drafts.add if drafts else None))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written
@@ -238,7 +236,7 @@ def run(
     out = outcome.out or options.out
     try:
         if outcome.write_error is None and not _write_reports(
-            out, options.report_formats, outcome.scan, drafts.drafts if drafts else None
+            out, options.report_formats, outcome.scan, drafts
         ):
             exit_code = max(exit_code, ExitCode.INCOMPLETE)
         if not quiet:
@@ -255,35 +253,17 @@ def run(
     raise typer.Exit(exit_code)
 
 
-def _drafted(options: RunOptions, writer: BundleWriter) -> bool:
-    """Whether the reports' case sections are drafted as the cases finish: in a run of one
-    repeat into a fresh bundle (docs/reports.md, "When reports are written")."""
-    return bool(options.report_formats) and options.repeat == 1 and writer.mode == "new"
-
-
-class _ReportDraftsLater:
-    """:class:`ReportDrafts`, made when the first case is written: the reporters are imported
-    while the first cases are graded, not before the first one starts. Like the drafts, never
-    raises: reporters that cannot be imported are said after the run, when none are written."""
-
-    def __init__(self, formats: tuple[str, ...], expected: int) -> None:
-        self.formats = formats
-        self.expected = expected
-        self.drafts: ReportDrafts | None = None
-        self.unavailable = False
-
-    def add(self, result: WrittenLine, calls: list[WrittenLine]) -> None:
-        if self.drafts is None:
-            if self.unavailable:
-                return
-            try:
-                from evalrun.reporters import report_drafts
-
-                self.drafts = report_drafts(self.formats, self.expected)
-            except Exception:  # the reports are then rendered from the bundle alone
-                self.unavailable = True
-                return
-        self.drafts.add(result, calls)
+def _report_drafts(options: RunOptions, writer: BundleWriter, cases: int) -> ReportDrafts | None:
+    """Drafts of the reports' case sections, made as the cases finish, for a run of one repeat
+    into a fresh bundle (docs/reports.md, "When reports are written"); None for any other run,
+    and when the reporters cannot be imported (said after the run, when none are written)."""
+    if not options.report_formats or options.repeat != 1 or writer.mode != "new":
+        return None
+    try:
+        from evalrun.reporters import report_drafts
+    except ImportError:
+        return None
+    return report_drafts(options.report_formats, cases)
 
 
 def _write_reports(
@@ -302,8 +282,7 @@ def _write_reports(
         )
         return False
     # read once, for the report files and GitHub's; the run's drafts stand in for its cases
-    calls = drafts.calls if drafts is not None and not drafts.broken else None
-    view = load_bundle(out, scan=scan, calls=calls)
+    view = load_bundle(out, scan=scan, calls=drafts.calls if drafts is not None else None)
     write_view(view, formats, drafts)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         github_actions_report(view)

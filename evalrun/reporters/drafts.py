@@ -53,11 +53,10 @@ class _DraftView:
 class ReportDrafts:
     """Drafts of the reports whose modules are ``modules`` (``evalrun.reporters.report_drafts``
     makes them from format names) for a run of one repeat that starts a fresh bundle and writes
-    ``expected`` results; a run of more than ``DETAIL_LIMIT`` (compact reports) keeps none.
-    ``calls`` indexes every judge call written, as a scan of the file would."""
+    ``expected`` results; a run of more than ``DETAIL_LIMIT`` (compact reports) keeps none."""
 
     def __init__(self, modules: list[ModuleType], expected: int = 0) -> None:
-        self.calls = JudgeCalls()
+        self._calls = JudgeCalls()
         self.broken = False
         self._modules = {m.__name__: m for m in modules}
         self._drafts: dict[int, Draft] = {}
@@ -79,7 +78,7 @@ class ReportDrafts:
         written = [(offset, judge_call_from_line(line)) for offset, line in calls]
         for offset, call in written:
             if call is not None:
-                self.calls.add(offset, call)
+                self._calls.add(offset, call)
         if self._full:
             return
         if len(self._drafts) >= DETAIL_LIMIT:
@@ -97,6 +96,12 @@ class ReportDrafts:
             len(self._view.calls),
             {name: module.draft(self._view, case) for name, module in self._modules.items()},
         )
+
+    @property
+    def calls(self) -> JudgeCalls | None:
+        """Every judge call written, indexed as a scan of the file would; None once a draft
+        failed (the index may then lack some)."""
+        return None if self.broken else self._calls
 
     def fit(self, view: BundleView) -> bool:
         """Whether drafts may stand in for this view's cases at all."""

@@ -55,13 +55,11 @@ def _open(path: Path) -> sqlite3.Connection:
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(_SCHEMA)
             return db
-        except sqlite3.OperationalError as exc:
+        except BaseException as exc:
             db.close()
-            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+            locked = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+            if not locked or time.monotonic() + delay > deadline:
                 raise
-        except BaseException:
-            db.close()
-            raise
         time.sleep(delay)
         delay = min(delay * 2, 0.2)
 

@@ -512,7 +512,8 @@ def main() -> None:
             (wide_folder / "grader.py").write_text(ONE_CALL_GRADER)
             wide_suite = evalrun_suite(wide_folder, args.wide_calls, [one_call], wide_target)
             (wide,) = paired(
-                1, lambda: run_evalrun(wide_suite, args.wide_workers, env, slow, args.sandbox)
+                args.runs,
+                lambda: run_evalrun(wide_suite, args.wide_workers, env, slow, args.sandbox),
             )
             wide_floor = (
                 math.ceil(args.wide_calls / args.wide_workers) * args.wide_latency_ms / 1000

@@ -48,6 +48,16 @@ class CaseView(Protocol):
     def calls_for(self, case: CaseResult) -> list[JudgeCall]: ...
 
 
+def case_label(case: CaseResult, repeats: RepeatStats | None) -> str:
+    """The case id, with the repeat index when the run has repeats."""
+    return f"{case.id} [repeat {case.repeat}]" if repeats else str(case.id)
+
+
+def calls_of_repeat(case: CaseResult, calls: Iterable[JudgeCall]) -> list[JudgeCall]:
+    """Of a case's judge calls, those of its repeat (all of them when the log records none)."""
+    return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
+
+
 class BundleNotFound(FileNotFoundError):
     """The directory is not a run bundle."""
 
@@ -158,8 +168,7 @@ class BundleView:
         return reader.results_at(self.run_dir, offsets, brief=brief)
 
     def label(self, case: CaseResult) -> str:
-        """The case id, with the repeat index when the run has repeats."""
-        return f"{case.id} [repeat {case.repeat}]" if self.repeats else str(case.id)
+        return case_label(case, self.repeats)
 
     def calls_for(self, case: CaseResult) -> list[JudgeCall]:
         """Judge calls of this case (and this repeat, when the log records repeats). The last
@@ -168,7 +177,7 @@ class BundleView:
             return self._last_calls[1]
         offsets = self.calls.offsets.get(str(case.id))
         calls = reader.judge_calls_at(self.run_dir, offsets) if offsets else []
-        mine = [c for c in calls if c.repeat is None or c.repeat == case.repeat]
+        mine = calls_of_repeat(case, calls)
         self._last_calls = (case, mine)
         return mine
 

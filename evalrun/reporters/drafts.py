@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from evalrun.judgecall import JudgeCall
-from evalrun.reporters.bundle_view import DETAIL_LIMIT, BundleView, JudgeCalls
+from evalrun.reporters.bundle_view import (
+    DETAIL_LIMIT,
+    BundleView,
+    JudgeCalls,
+    calls_of_repeat,
+    case_label,
+)
 from evalrun.results.bundle import WrittenLine
 from evalrun.results.models import CaseResult
 from evalrun.results.reader import judge_call_from_line, result_from_line
@@ -44,10 +50,10 @@ class _DraftView:
         self.calls: list[JudgeCall] = []
 
     def label(self, case: CaseResult) -> str:
-        return str(case.id)
+        return case_label(case, self.repeats)
 
     def calls_for(self, case: CaseResult) -> list[JudgeCall]:
-        return [c for c in self.calls if c.repeat is None or c.repeat == case.repeat]
+        return calls_of_repeat(case, self.calls)
 
 
 class ReportDrafts:

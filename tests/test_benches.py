@@ -1,6 +1,8 @@
-"""``make bench`` keeps working: every bench runs to the end at tiny sizes (its figures are not
-checked here; tests never assert wall time). A move of code a bench imports, or of a baseline
-it reads, fails here instead of the next time someone measures."""
+"""``make bench`` keeps working: every bench runs to the end, at small sizes where it has size
+options (``bench_local.py`` has none and runs in full); its figures are not checked here (tests
+never assert wall time). A move of code a bench imports, or of a baseline it reads, fails here
+instead of the next time someone measures. Marked ``bench``: ``.ci/run`` runs them, a plain
+``pytest`` does not."""
 
 from __future__ import annotations
 
@@ -30,9 +32,11 @@ def test_every_bench_of_make_bench_is_listed() -> None:
     assert sorted(SMALL) == sorted(p.name for p in (ROOT / "bench").glob("bench_*.py"))
 
 
-@pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.parametrize("script", sorted(SMALL))
 def test_the_bench_runs_to_the_end(script: str) -> None:
+    if script == "bench_ray.py":
+        pytest.importorskip("ray", reason="bench_ray.py needs the [ray] extra")
     args, expected = SMALL[script]
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), *args],

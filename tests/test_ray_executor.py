@@ -25,7 +25,7 @@ from tests.conftest import ROOT, read_bundle, run_cli
 from tests.fault_helpers import cli_env, completion, one_result_per_case, write_suite
 
 ray = pytest.importorskip("ray", reason="the Ray executor needs the [ray] extra")
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.ray
 
 
 #: a loopback-only test cluster: Ray's single-machine mode, no usage report, no auth token

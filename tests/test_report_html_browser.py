@@ -31,7 +31,10 @@ from evalrun.results.scan import PROBLEMS_FIRST
 CHROMIUM = next(
     (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None
 )
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed"),
+]
 
 
 def problem_rank(case: CaseResult) -> tuple[int, int, int]:

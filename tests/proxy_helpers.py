@@ -87,7 +87,8 @@ async def serve(
 
 def client(proxy: JudgeProxy, token: str | None = None, **kwargs: Any) -> httpx.AsyncClient:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    return httpx.AsyncClient(base_url=proxy.url, headers=headers, timeout=10, **kwargs)
+    kwargs.setdefault("timeout", 10)
+    return httpx.AsyncClient(base_url=proxy.url, headers=headers, **kwargs)
 
 
 def run(scenario: Callable[[], Awaitable[T]]) -> T:

@@ -364,9 +364,13 @@ def test_500_concurrent_requests_spend_exactly_max_calls() -> None:
                 ("/invoke", {"question": "q", "target": "judge"}),
             ]
             limits = httpx.Limits(max_connections=500, max_keepalive_connections=0)
+            # One event loop serves 500 fresh connections and makes them: on a loaded machine a
+            # connect can wait longer than the helper's 10 s, and a client timeout is not what
+            # this test is about. A hang still fails it.
+            patient = httpx.Timeout(300)
             async with (
-                client(proxy, grant.token, limits=limits) as http,
-                client(proxy, bystander.token) as side,
+                client(proxy, grant.token, limits=limits, timeout=patient) as http,
+                client(proxy, bystander.token, timeout=patient) as side,
             ):
                 stampede = asyncio.gather(
                     *(

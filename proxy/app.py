@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from evalrun.judgecall import JudgeCall
 from evalrun.safetext import repair, repaired_note
-from evalrun.targets.base import (
+from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
     Target,
@@ -32,7 +32,7 @@ from evalrun.targets.base import (
 )
 from proxy import openai_compat
 from proxy.grants import Grant, GrantRegistry
-from proxy.wire import ChatCompletionRequest, InvokeBatchRequest, InvokeRequest
+from proxy.wire import OPENAI_PREFIX, ChatCompletionRequest, InvokeBatchRequest, InvokeRequest
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -46,7 +46,6 @@ _EVENT_STREAM = b"text/event-stream"
 #: every error answer is final (budget spent, evalrun's own retries done): OpenAI's SDKs
 #: honour this header and do not repeat the request (docs/proxy.md)
 _NO_RETRY_HEADER = (b"x-should-retry", b"false")
-OPENAI_PREFIX = "/v1/"
 _MODELS_PREFIX = "/v1/models/"
 #: the most requests one /invokeBatch may hold, and how many of them run upstream at once
 MAX_BATCH = 1000
@@ -504,7 +503,7 @@ class ProxyApp:
         if self._declared is None:
             from proxy.declared import build_fastapi
 
-            self._declared = build_fastapi(self.routes_impl, self.target_names)
+            self._declared = build_fastapi(self.routes_impl, self.target_names, error_body)
         return self._declared
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -8,7 +8,7 @@ never imports FastAPI (docs/performance.md, "Judge proxy").
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
@@ -16,8 +16,8 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from proxy.app import OPENAI_PREFIX, ProxyRoutes, error_body
 from proxy.wire import (
+    OPENAI_PREFIX,
     AgentVErrorResponse,
     ChatCompletionRequest,
     ChatCompletionResponse,
@@ -30,6 +30,9 @@ from proxy.wire import (
     ModelList,
     OpenAIErrorResponse,
 )
+
+if TYPE_CHECKING:
+    from proxy.app import ProxyRoutes
 
 _ERROR_STATUSES: tuple[tuple[int, str], ...] = (
     (400, "bad request, unknown target, or tools to a target without tools"),
@@ -82,8 +85,12 @@ _ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
 ]
 
 
-def build_fastapi(routes: ProxyRoutes, target_names: list[str]) -> FastAPI:
-    """A FastAPI app serving ``routes`` under the same paths, with the OpenAPI document."""
+def build_fastapi(
+    routes: ProxyRoutes, target_names: list[str], error_body: Callable[..., bytes]
+) -> FastAPI:
+    """A FastAPI app serving ``routes`` under the same paths, with the OpenAPI document;
+    ``error_body`` is ``proxy.app``'s, passed in so this module never imports the one that
+    imports it."""
     app = FastAPI(
         title="evalrun judge proxy",
         version="1",

@@ -9,7 +9,7 @@ import secrets
 import time
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, CompletionResponse
+from evalrun.targets import CompletionRequest, CompletionResponse
 from proxy.wire import ChatCompletionRequest, ChatMessage
 
 #: provider finish reasons in OpenAI's words; anything else is ``stop``

@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from evalrun.targets.base import Target
+from evalrun.targets import Target
 from proxy.app import create_app
 from proxy.grants import Grant, GrantRegistry
 

@@ -14,6 +14,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
 
+#: the OpenAI surface's routes start so, and answer errors in its shape (docs/proxy.md)
+OPENAI_PREFIX = "/v1/"
+
 
 def _json_number(value: Any) -> Any:
     """Numbers must be JSON numbers: no ``true`` for 1, no ``"0.5"`` for 0.5."""

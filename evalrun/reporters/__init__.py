@@ -13,16 +13,16 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
-from evalrun.results.models import CaseResult
+from evalrun.reporters.onepass import ReportWriter, write_all
 from evalrun.results.scan import ResultScan
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
 if TYPE_CHECKING:
-    from evalrun.reporters.drafts import Pieces, ReportDrafts
+    from evalrun.reporters.drafts import ReportDrafts
 
 #: format -> (module under evalrun.reporters with ``write(view, out)``, file name in the bundle)
 FORMATS: dict[str, tuple[str, str]] = {
@@ -49,20 +49,6 @@ __all__ = [
 ]
 
 
-class ReportWriter(Protocol):
-    """One report being written: its start, then each case in report order, then its end.
-    A case comes whole (``case``) or as the section its module's ``draft(view, case)``
-    rendered before (``place``)."""
-
-    #: False when the report shows only the cases that did not pass.
-    reads_passed: bool
-
-    def head(self) -> None: ...
-    def case(self, case: CaseResult) -> None: ...
-    def place(self, pieces: Pieces) -> None: ...
-    def tail(self) -> None: ...
-
-
 def _module(fmt: str) -> ModuleType:
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
@@ -79,39 +65,6 @@ def report_drafts(formats: Iterable[str], expected: int = 0) -> ReportDrafts:
     from evalrun.reporters.drafts import ReportDrafts
 
     return ReportDrafts([_module(fmt) for fmt in formats], expected)
-
-
-def write_all(
-    view: BundleView, writers: Iterable[ReportWriter], drafts: ReportDrafts | None = None
-) -> None:
-    """Write several reports in one pass over the results: each result is read once, or not
-    at all when ``drafts`` (the run's) has its sections already."""
-    writers = list(writers)
-    for w in writers:
-        w.head()
-    passed_too = any(w.reads_passed for w in writers)
-    if drafts is not None and drafts.fit(view):
-        modules = [type(w).__module__ for w in writers]
-        for offset in view.index.offsets(passed=passed_too):
-            draft = drafts.get(view, offset, modules)
-            if draft is None:
-                for case in view.read_at([offset]):
-                    _write_case(writers, case)
-                continue
-            for w, module in zip(writers, modules, strict=True):
-                if w.reads_passed or draft.status != "passed":
-                    w.place(draft.pieces[module])
-    else:
-        for case in view.cases if passed_too else view.problems:
-            _write_case(writers, case)
-    for w in writers:
-        w.tail()
-
-
-def _write_case(writers: list[ReportWriter], case: CaseResult) -> None:
-    for w in writers:
-        if w.reads_passed or case.status != "passed":
-            w.case(case)
 
 
 def write(view: BundleView, fmt: str, out: TextIO) -> None:

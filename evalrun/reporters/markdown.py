@@ -22,6 +22,7 @@ from evalrun.reporters.bundle_view import (
     case_duration_s,
     case_problems,
 )
+from evalrun.reporters.onepass import write_all
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.safetext import escape_controls, no_workflow_commands, printable
 
@@ -314,8 +315,6 @@ def write(
     view: BundleView, out: TextIO, *, details: bool = True, max_failures: int | None = None
 ) -> None:
     """The whole report in one go (see :class:`Writer`)."""
-    from evalrun.reporters import write_all
-
     writer = Writer(view, out, details=details, max_failures=max_failures)
     if writer.details:
         write_all(view, [writer])

@@ -119,9 +119,9 @@ class WorkerSpec:
 
 @ray.remote(num_cpus=1)
 class GraderWorker:
-    def __init__(self, spec: WorkerSpec, holder: str) -> None:
-        from evalrun.runner.runner import EvalRun
-
+    def __init__(self, spec: WorkerSpec, holder: str, run_class: type[EvalRun]) -> None:
+        """``run_class`` is the driver's ``EvalRun``, passed in (Ray ships it by name) so this
+        module does not import the runner that imports it."""
         loaded = load_eval(Path(spec.eval_file))
         options = RunOptions(
             out=Path(tempfile.mkdtemp(prefix="evalrun-ray-worker-")),
@@ -132,7 +132,7 @@ class GraderWorker:
             quiet=True,
             sandbox=spec.sandbox,  # type: ignore[arg-type]
         )
-        self.run = EvalRun(loaded, options)
+        self.run = run_class(loaded, options)
         self.cases = {case.id: case for case in loaded.tests}
         limiters = {target: ray.get_actor(name) for target, name in spec.limiters.items()}
         for limiter in limiters.values():
@@ -248,7 +248,7 @@ class RayExecutor:
                     max_concurrency=per_worker,
                     max_restarts=-1,
                     max_task_retries=TASK_RETRIES,
-                ).remote(spec, f"worker-{i}")
+                ).remote(spec, f"worker-{i}", type(run))
                 for i in range(count)
             ]
             await asyncio.gather(*(w.ready.remote() for w in workers))

@@ -7,6 +7,8 @@ plug-in under ``providers/`` and the offline embedding judge is ``local/``
 
 from __future__ import annotations
 
+# registers every kind in the registry's table (which cannot import it: it imports the registry)
+import evalrun.targets.providers  # noqa: F401
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -14,7 +16,6 @@ from evalrun.targets.base import (
     TargetError,
     TargetTimeout,
     TokenUsage,
-    ToolsUnsupported,
     UnsupportedRequest,
 )
 from evalrun.targets.config import (
@@ -29,7 +30,7 @@ from evalrun.targets.config import (
 )
 from evalrun.targets.managed import ManagedTarget
 from evalrun.targets.pool import StoreOptions, TargetPool, build_provider
-from evalrun.targets.registry import kind_of, kinds, missing_extra
+from evalrun.targets.registry import ToolsUnsupported, kind_of, kinds, missing_extra
 
 __all__ = [
     "CompletionRequest",

@@ -121,6 +121,10 @@ class CompletionResponse:
     repaired: int = 0
 
 
+class ConfigError(Exception):
+    """A configuration problem the user must fix; the CLI exits 2 on it."""
+
+
 class TargetError(Exception):
     """A target could not answer. ``retryable`` errors are retried with backoff."""
 
@@ -147,21 +151,6 @@ class TargetTimeout(TargetError):
     def __init__(self, message: str, **kwargs: Any) -> None:
         kwargs.setdefault("retryable", True)
         super().__init__(message, **kwargs)
-
-
-class ToolsUnsupported(TargetError):
-    """The target cannot call tools (the proxy answers 400 before spending budget)."""
-
-    def __init__(self, target: str, kind: str) -> None:
-        from evalrun.targets.registry import tool_kinds  # the registry imports this module
-
-        *others, last = tool_kinds()
-        super().__init__(
-            f"target '{target}' ({kind}) cannot call tools; use an {', '.join(others)} or "
-            f"{last} target for requests with tools",
-            status=400,
-            target=target,
-        )
 
 
 class UnsupportedRequest(TargetError):

@@ -11,11 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evalrun.targets.base import ConfigError
+
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-
-
-class ConfigError(Exception):
-    """A configuration problem the user must fix; the CLI exits 2 on it."""
 
 
 class UnknownTarget(ConfigError):

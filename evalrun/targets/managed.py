@@ -17,11 +17,10 @@ from evalrun.targets.base import (
     CompletionResponse,
     Target,
     TargetError,
-    ToolsUnsupported,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.limit import ConcurrencyLimit
-from evalrun.targets.registry import kinds
+from evalrun.targets.registry import ToolsUnsupported, kinds
 
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run

@@ -11,9 +11,12 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from evalrun.targets.base import Target
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.base import ConfigError, Target, TargetError
+
+if TYPE_CHECKING:
+    from evalrun.targets.config import TargetConfig
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class ProviderContext:
 
 
 #: the one constructor signature of every provider class: (config, api_key)
-ProviderClass = Callable[[TargetConfig, "str | None"], Target]
+ProviderClass = Callable[["TargetConfig", "str | None"], Target]
 Factory = Callable[[ProviderContext], Target]
 
 
@@ -111,9 +114,8 @@ def _add(kind: Kind) -> None:
 
 
 def kinds() -> dict[str, Kind]:
-    """Every registered kind, by name, in registration order."""
-    import evalrun.targets.providers  # noqa: F401  (fills the table)
-
+    """Every registered kind, by name, in registration order (``evalrun/targets/__init__.py``
+    imports ``providers``, which fills the table, before anyone can call this)."""
     return _KINDS
 
 
@@ -135,3 +137,16 @@ def missing_extra(config: TargetConfig) -> str | None:
     """Why this target cannot be built in this environment (a missing extra), or None."""
     kind = kinds().get(config.kind)
     return kind.missing_extra(config) if kind is not None else None
+
+
+class ToolsUnsupported(TargetError):
+    """The target cannot call tools (the proxy answers 400 before spending budget)."""
+
+    def __init__(self, target: str, kind: str) -> None:
+        *others, last = tool_kinds()
+        super().__init__(
+            f"target '{target}' ({kind}) cannot call tools; use an {', '.join(others)} or "
+            f"{last} target for requests with tools",
+            status=400,
+            target=target,
+        )

@@ -74,8 +74,9 @@ class _Walk:
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
                 key = self.scalar(key_node)
-                out[key] = self.node(value_node, (*path, key), key_line)
-                self.lines[(*path, key)] = key_line
+                where = (*path, key)  # named: mypy misreads `lines[(*path, key)]` on 3.10
+                out[key] = self.node(value_node, where, key_line)
+                self.lines[where] = key_line
             return out
         if isinstance(node, yaml.SequenceNode):
             here = line if repeated else node.start_mark.line + 1

@@ -41,7 +41,8 @@ def rename_key(
     data[new] = data.pop(old)
     prefix = (*path, old)
     for key in [k for k in lines if k[: len(prefix)] == prefix]:
-        lines[(*path, new, *key[len(prefix) :])] = lines[key]
+        renamed = (*path, new, *key[len(prefix) :])  # mypy misreads it inline on 3.10
+        lines[renamed] = lines[key]
     return True
 
 

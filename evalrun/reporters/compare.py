@@ -186,7 +186,7 @@ def compare_bundles(
 ) -> Comparison:
     before, after = case_scores(base.cases), case_scores(new.cases)
     shared = sorted(cid for cid in before if cid in after)
-    options = {"confidence": confidence, "seed": seed, "resamples": resamples}
+    options: dict[str, Any] = {"confidence": confidence, "seed": seed, "resamples": resamples}
     overall = _group(
         "suite",
         [

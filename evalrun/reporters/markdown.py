@@ -294,7 +294,7 @@ class Writer:
         if self.details:
             self.place(draft(self.view, case))
 
-    def place(self, pieces: tuple[str]) -> None:
+    def place(self, pieces: tuple[str, ...]) -> None:
         if self.details:
             self.doc.add(pieces)
 

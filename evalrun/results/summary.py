@@ -1,7 +1,9 @@
 """The one place run statistics are computed from case results.
 
-The runner feeds each result to a :class:`StatsBuilder` as it finishes and writes
-``summary.json`` with :func:`summary_dict`; the reporters build the same from ``results.jsonl``;
+The runner feeds each result line it writes to a ``ResultScanner`` (``results/scan.py``), whose
+:class:`StatsBuilder` keeps these statistics beside the report-order index, and writes
+``summary.json`` with :func:`summary_dict`; the reporters make the same pass over
+``results.jsonl``;
 ``evalrun merge`` recomputes it from merged shards with :func:`summarize`. Counts are over result
 lines: with ``--repeat N`` every repeat of a case counts once. What the summary says of the run
 itself (names, times, state) is a :class:`RunMeta`.
@@ -335,7 +337,7 @@ class RunStats:
     scores: Sequence[float]
     graders: dict[str, GraderStats]
     repeats: RepeatStats | None
-    usage: dict[str, float]
+    usage: dict[str, dict[str, float]]
     #: Highest repeat index seen (0 without --repeat).
     max_repeat: int = 0
     #: Per tenth of the score: how many results of each status scored there.
@@ -383,14 +385,14 @@ class StatsBuilder:
     """
 
     def __init__(self, *, by_case: bool = False) -> None:
-        self.counts = dict.fromkeys(STATUSES, 0)
+        self.counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
         self.total = 0
         self.scores = array("d")
         self.graders: dict[str, GraderStats] = {}
         self.judge: dict[str, float] = {}
         self.target: dict[str, float] = {}
         self.max_repeat = 0
-        self.bins = [dict.fromkeys(STATUSES, 0) for _ in range(SCORE_BINS)]
+        self.bins: list[dict[str, int]] = [dict.fromkeys(STATUSES, 0) for _ in range(SCORE_BINS)]
         self.by_case = by_case
         self._grouped: list[CaseResult] = []
         self.saw_repeats = False
@@ -436,7 +438,7 @@ class StatsBuilder:
             )
 
     def build(self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND) -> RunStats:
-        counts = dict(self.counts)
+        counts: dict[str, int] = dict(self.counts)
         counts["total"] = self.total
         judge = dict(self.judge)
         judge.pop("max_calls", None)

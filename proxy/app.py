@@ -24,6 +24,7 @@ from evalrun.safetext import repair, repaired_note
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
+    RefusedField,
     Target,
     TargetError,
     TargetTimeout,
@@ -398,7 +399,10 @@ class ProxyRoutes:
     async def chat_completions(self, authorization: str | None, body: bytes) -> Reply:
         grant = self._authorize(authorization)
         chat = _parse(ChatCompletionRequest, body)
-        request, question = openai_compat.completion_request(chat)
+        try:
+            request, question = openai_compat.completion_request(chat)
+        except RefusedField as exc:
+            raise ProxyError(400, "bad_request", exc.message, param=exc.field) from None
         name = self._pick(grant, chat.model, lenient=True)
         target = self._target(name)
         if request.uses_tools and not getattr(target, "supports_tools", False):

@@ -3,7 +3,8 @@
 These models are the proxy's only edge with graders. On AgentV's routes a request key the proxy
 does not know is refused (400) rather than ignored, so a misspelt target selector can never fall
 back to the default target; AgentV's bookkeeping keys (``evalCaseId``, ``attempt``) are declared,
-accepted and ignored. The OpenAI routes ignore unknown keys, as OpenAI clients send many.
+accepted and ignored. The OpenAI route takes OpenAI's own request fields beside the declared
+ones and refuses any other key (a transport or credential field such as ``api_base``) with 400.
 """
 
 from __future__ import annotations
@@ -188,8 +189,9 @@ class StreamOptions(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat request. The fields evalrun reads are declared; every other key is kept
-    (``model_extra``) and forwarded to OpenAI-kind targets (docs/proxy.md).
+    """OpenAI's chat request. The fields evalrun reads are declared; OpenAI's other request
+    fields are kept (``model_extra``) and forwarded to OpenAI-kind targets, and any other key is
+    refused when the request is built (``evalrun.targets.base.OPTION_FIELDS``, docs/proxy.md).
 
     ``task`` is an evalrun extension (send it with ``extra_body``) for non-LLM judges.
     """

@@ -10,6 +10,7 @@ from __future__ import annotations
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
+    RefusedField,
     Target,
     TargetError,
     TargetTimeout,
@@ -36,6 +37,7 @@ __all__ = [
     "CompletionResponse",
     "ConfigError",
     "ManagedTarget",
+    "RefusedField",
     "Target",
     "TargetConfig",
     "TargetError",

@@ -189,6 +189,9 @@ def test_a_graders_redirect_fails_in_a_real_run(tmp_path: Path) -> None:
     assert keys == ["sk-planted-0123456789"]  # the honest call, at the configured endpoint
     results, _ = read_bundle(tmp_path / "out")
     (graded,) = results[0]["graders"]
-    assert graded["details"]["tries"] == {"api_base": [400, "api_base"], "base_url": [400, "base_url"]}
+    assert graded["details"]["tries"] == {
+        "api_base": [400, "api_base"],
+        "base_url": [400, "base_url"],
+    }
     calls = [json.loads(line) for line in (tmp_path / "out" / "judge-calls.jsonl").open()]
     assert len(calls) == 1 and calls[0]["status"] == "ok"

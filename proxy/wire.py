@@ -15,6 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
 
+from evalrun.targets.base import OPTION_FIELDS
+
 
 def _json_number(value: Any) -> Any:
     """Numbers must be JSON numbers: no ``true`` for 1, no ``"0.5"`` for 0.5."""
@@ -188,6 +190,14 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool | None = None
 
 
+def _openai_fields_only(schema: dict[str, Any]) -> None:
+    """The schema says what the route accepts: the declared fields and OpenAI's other request
+    fields (any value: OpenAI-kind targets forward them), no other key."""
+    schema["additionalProperties"] = False
+    for name in sorted(OPTION_FIELDS - schema["properties"].keys()):
+        schema["properties"][name] = {"description": "an OpenAI request field, passed on"}
+
+
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat request. The fields evalrun reads are declared; OpenAI's other request
     fields are kept (``model_extra``) and forwarded to OpenAI-kind targets, and any other key is
@@ -196,7 +206,7 @@ class ChatCompletionRequest(BaseModel):
     ``task`` is an evalrun extension (send it with ``extra_body``) for non-LLM judges.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_openai_fields_only)
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)

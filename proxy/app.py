@@ -32,7 +32,7 @@ from evalrun.targets.base import (
     UnsupportedRequest,
 )
 from proxy import openai_compat
-from proxy.grants import Grant, GrantRegistry
+from proxy.grants import Grant, GrantRegistry, InFlight
 from proxy.wire import ChatCompletionRequest, InvokeBatchRequest, InvokeRequest
 
 if TYPE_CHECKING:
@@ -269,18 +269,20 @@ class ProxyRoutes:
     async def _call(
         self, grant: Grant, name: str, request: CompletionRequest, question: str
     ) -> tuple[CompletionResponse, float]:
-        """One reserved upstream call, cancellable through the grant, always recorded."""
+        """One reserved upstream call, cancellable through the grant, recorded exactly once:
+        answered, failed, or abandoned when the grader leaves first (docs/proxy.md)."""
         target = self._target(name)
-        started = time.perf_counter()
+        flight = InFlight(_judge_call(grant, name, request, question, 0.0))
+        flight.abandoned.status = "abandoned"
         task = asyncio.ensure_future(target.complete(request))
-        grant.tasks.add(task)
-        task.add_done_callback(grant.tasks.discard)
+        grant.in_flight[task] = flight
         error: ProxyError
         try:
             response = await task
         except asyncio.CancelledError:
-            if _cancelling():
+            if _cancelling():  # the client hung up: the call is charged, nobody reads it
                 task.cancel()
+                self.registry.abandon(grant, flight)
                 raise
             if self.registry.closing:
                 error = ProxyError(503, "shutting_down", "the judge proxy is shutting down")
@@ -297,15 +299,18 @@ class ProxyRoutes:
         except Exception as exc:
             error = ProxyError(502, "upstream_error", self._redact(str(exc) or type(exc).__name__))
         else:
-            latency = (time.perf_counter() - started) * 1000
-            self.registry.record(
-                grant, _judge_call(grant, name, request, question, latency, response)
-            )
+            latency = (time.perf_counter() - flight.started) * 1000
+            if self.registry.settle(flight):
+                self.registry.record(
+                    grant, _judge_call(grant, name, request, question, latency, response)
+                )
             return response, latency
-        latency = (time.perf_counter() - started) * 1000
-        self.registry.record(
-            grant, _judge_call(grant, name, request, question, latency, error_code=error.code)
-        )
+        finally:
+            grant.in_flight.pop(task, None)
+        if self.registry.settle(flight):
+            latency = (time.perf_counter() - flight.started) * 1000
+            record = _judge_call(grant, name, request, question, latency, error_code=error.code)
+            self.registry.record(grant, record)
         raise error
 
     @staticmethod

@@ -28,6 +28,7 @@ from evalrun.targets.config import (
     load_targets,
     locate_targets_file,
 )
+from evalrun.targets.extras import install_hint
 from evalrun.targets.managed import ManagedTarget
 from evalrun.targets.pool import StoreOptions, TargetPool, build_provider
 from evalrun.targets.registry import kind_of, kinds, missing_extra
@@ -54,6 +55,7 @@ __all__ = [
     "kind_of",
     "kinds",
     "find_targets_file",
+    "install_hint",
     "load_targets",
     "locate_targets_file",
     "missing_extra",

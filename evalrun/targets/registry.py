@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from evalrun.targets.base import Target
 from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.extras import install_hint
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class Kind:
             return None
         return (
             f"target '{config.name}' (kind {self.name}) needs the [{self.extra}] extra, which is "
-            f"not installed (missing: {', '.join(missing)}): pip install 'evalrun[{self.extra}]'"
+            f"not installed (missing: {', '.join(missing)}): {install_hint(self.extra)}"
         )
 
 

@@ -249,7 +249,7 @@ class ProxyRoutes:
             return 1
 
     def _calls(self, name: str) -> int:
-        """What one request to ``name`` costs the budget: a judge panel costs one per member."""
+        """What one request to ``name`` costs the budget: a judge panel, one per upstream call."""
         return int(getattr(self._target(name), "calls_per_request", 1))
 
     def _target(self, name: str) -> Target:
@@ -336,7 +336,7 @@ class ProxyRoutes:
                 "maxCalls": grant.max_calls,
                 "availableTargets": list(grant.allowed),
                 "availableProviderLabels": list(grant.allowed),
-                # what one request to the default target costs: a judge panel, one per member
+                # what one request to the default target costs: a judge panel, one per upstream call
                 "callsPerRequest": self._calls_or_one(grant.default_target),
             }
         )

@@ -186,7 +186,7 @@ class GrantRegistry:
             return reservation
 
     def start(self, grant: Grant, reservation: Reservation, n: int = 1) -> bool:
-        """A reserved request costing ``n`` calls (a judge panel: one per member) may go
+        """A reserved request costing ``n`` calls (a judge panel: one per upstream call) may go
         upstream now; it is charged from here on."""
         with self._lock:
             if grant.revoked or reservation.pending < n:

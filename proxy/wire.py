@@ -147,7 +147,7 @@ class InfoResponse(WireModel):
     max_calls: int
     available_targets: list[str]
     available_provider_labels: list[str]
-    #: budget units one request to the default target costs (a judge panel: one per member)
+    #: budget units one request to the default target costs (a judge panel: one per upstream call)
     calls_per_request: int = 1
 
 

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evalrun.targets.extras import install_hint
+
 ROOT = Path(__file__).resolve().parents[1]
 RAY_ENV = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
@@ -61,7 +63,7 @@ def main(cases: int, workers: int) -> None:
     try:
         import ray  # noqa: F401
     except ImportError:
-        print("skipped: Ray is not installed (pip install 'evalrun[ray]')")
+        print(f"skipped: Ray is not installed ({install_hint('ray')})")
         return
     env = {**os.environ, **RAY_ENV}
     with socket.socket() as s:

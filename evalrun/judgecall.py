@@ -19,7 +19,8 @@ class JudgeCall:
     case_id: str
     grader: str
     target: str
-    #: "ok" or "error"
+    #: "ok", "error", or "abandoned": charged, but the grader left before the answer
+    #: (docs/proxy.md, "Abandoned calls")
     status: str
     latency_ms: float | None
     input_tokens: int = 0

@@ -24,6 +24,7 @@ from evalrun.safetext import repair, repaired_note
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
+    RefusedField,
     Target,
     TargetError,
     TargetTimeout,
@@ -31,7 +32,7 @@ from evalrun.targets import (
     UnsupportedRequest,
 )
 from proxy import openai_compat
-from proxy.grants import Grant, GrantRegistry
+from proxy.grants import Grant, GrantRegistry, InFlight
 from proxy.wire import OPENAI_PREFIX, ChatCompletionRequest, InvokeBatchRequest, InvokeRequest
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ class ProxyRoutes:
             return 1
 
     def _calls(self, name: str) -> int:
-        """What one request to ``name`` costs the budget: a judge panel costs one per member."""
+        """What one request to ``name`` costs the budget: a judge panel, one per upstream call."""
         return int(getattr(self._target(name), "calls_per_request", 1))
 
     def _target(self, name: str) -> Target:
@@ -267,18 +268,20 @@ class ProxyRoutes:
     async def _call(
         self, grant: Grant, name: str, request: CompletionRequest, question: str
     ) -> tuple[CompletionResponse, float]:
-        """One reserved upstream call, cancellable through the grant, always recorded."""
+        """One reserved upstream call, cancellable through the grant, recorded exactly once:
+        answered, failed, or abandoned when the grader leaves first (docs/proxy.md)."""
         target = self._target(name)
-        started = time.perf_counter()
+        flight = InFlight(_judge_call(grant, name, request, question, 0.0))
+        flight.abandoned.status = "abandoned"
         task = asyncio.ensure_future(target.complete(request))
-        grant.tasks.add(task)
-        task.add_done_callback(grant.tasks.discard)
+        grant.in_flight[task] = flight
         error: ProxyError
         try:
             response = await task
         except asyncio.CancelledError:
-            if _cancelling():
+            if _cancelling():  # the client hung up: the call is charged, nobody reads it
                 task.cancel()
+                self.registry.abandon(grant, flight)
                 raise
             if self.registry.closing:
                 error = ProxyError(503, "shutting_down", "the judge proxy is shutting down")
@@ -295,15 +298,18 @@ class ProxyRoutes:
         except Exception as exc:
             error = ProxyError(502, "upstream_error", self._redact(str(exc) or type(exc).__name__))
         else:
-            latency = (time.perf_counter() - started) * 1000
-            self.registry.record(
-                grant, _judge_call(grant, name, request, question, latency, response)
-            )
+            latency = (time.perf_counter() - flight.started) * 1000
+            if self.registry.settle(flight):
+                self.registry.record(
+                    grant, _judge_call(grant, name, request, question, latency, response)
+                )
             return response, latency
-        latency = (time.perf_counter() - started) * 1000
-        self.registry.record(
-            grant, _judge_call(grant, name, request, question, latency, error_code=error.code)
-        )
+        finally:
+            grant.in_flight.pop(task, None)
+        if self.registry.settle(flight):
+            latency = (time.perf_counter() - flight.started) * 1000
+            record = _judge_call(grant, name, request, question, latency, error_code=error.code)
+            self.registry.record(grant, record)
         raise error
 
     @staticmethod
@@ -329,7 +335,7 @@ class ProxyRoutes:
                 "maxCalls": grant.max_calls,
                 "availableTargets": list(grant.allowed),
                 "availableProviderLabels": list(grant.allowed),
-                # what one request to the default target costs: a judge panel, one per member
+                # what one request to the default target costs: a judge panel, one per upstream call
                 "callsPerRequest": self._calls_or_one(grant.default_target),
             }
         )
@@ -397,7 +403,10 @@ class ProxyRoutes:
     async def chat_completions(self, authorization: str | None, body: bytes) -> Reply:
         grant = self._authorize(authorization)
         chat = _parse(ChatCompletionRequest, body)
-        request, question = openai_compat.completion_request(chat)
+        try:
+            request, question = openai_compat.completion_request(chat)
+        except RefusedField as exc:
+            raise ProxyError(400, "bad_request", exc.message, param=exc.field) from None
         name = self._pick(grant, chat.model, lenient=True)
         target = self._target(name)
         if request.uses_tools and not getattr(target, "supports_tools", False):

@@ -13,6 +13,7 @@ import hmac
 import re
 import secrets as _secrets
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,17 @@ class Reservation:
 
 
 @dataclass(eq=False)
+class InFlight:
+    """A charged upstream call under way, and its record should the grader leave before the
+    answer (docs/proxy.md, "Abandoned calls"). The first of the call's end and its abandonment
+    settles it, so each call is recorded exactly once."""
+
+    abandoned: JudgeCall
+    started: float = field(default_factory=time.perf_counter)
+    settled: bool = False
+
+
+@dataclass(eq=False)
 class Grant:
     token: str = field(repr=False)
     default_target: str
@@ -43,7 +55,8 @@ class Grant:
     used: int = 0
     revoked: bool = False
     records: list[JudgeCall] = field(default_factory=list, repr=False)
-    tasks: set[asyncio.Task[Any]] = field(default_factory=set, repr=False)
+    #: upstream calls under way, each with its record in case it is abandoned
+    in_flight: dict[asyncio.Task[Any], InFlight] = field(default_factory=dict, repr=False)
     reservations: set[Reservation] = field(default_factory=set, repr=False)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -173,7 +186,7 @@ class GrantRegistry:
             return reservation
 
     def start(self, grant: Grant, reservation: Reservation, n: int = 1) -> bool:
-        """A reserved request costing ``n`` calls (a judge panel: one per member) may go
+        """A reserved request costing ``n`` calls (a judge panel: one per upstream call) may go
         upstream now; it is charged from here on."""
         with self._lock:
             if grant.revoked or reservation.pending < n:
@@ -194,22 +207,39 @@ class GrantRegistry:
 
     def revoke(self, grant: Grant) -> None:
         """Later calls with this token get 401; upstream calls still running are cancelled and
-        queued batch calls are given back, so the usage read right after this is final."""
+        recorded as abandoned, and queued batch calls are given back, so the usage and the
+        records read right after this are final."""
         with self._lock:
             grant.revoked = True
             self._by_digest.pop(_digest(grant.token), None)
             for reservation in list(grant.reservations):
                 self._release(grant, reservation)
-        for task in list(grant.tasks):
+        for task, flight in list(grant.in_flight.items()):
             task.cancel()
+            self.abandon(grant, flight)
 
     def cancel_all(self) -> None:
         """Cancel every in-flight upstream call (used when the proxy shuts down)."""
         with self._lock:
             grants = list(self._by_digest.values())
         for grant in grants:
-            for task in list(grant.tasks):
+            for task in list(grant.in_flight):
                 task.cancel()
+
+    def settle(self, flight: InFlight) -> bool:
+        """True for the first to settle ``flight`` (its end or its abandonment), which records
+        it; False for the other."""
+        with self._lock:
+            first = not flight.settled
+            flight.settled = True
+            return first
+
+    def abandon(self, grant: Grant, flight: InFlight) -> None:
+        """Record a charged call whose answer the grader will never read: it left (exited,
+        hung up, or answered in serve mode) while the call was under way."""
+        if self.settle(flight):
+            flight.abandoned.latency_ms = round((time.perf_counter() - flight.started) * 1000, 3)
+            self.record(grant, flight.abandoned)
 
     def record(self, grant: Grant, call: JudgeCall) -> None:
         """Account one finished call and keep it, redacted (docs/security.md)."""

@@ -3,7 +3,8 @@
 These models are the proxy's only edge with graders. On AgentV's routes a request key the proxy
 does not know is refused (400) rather than ignored, so a misspelt target selector can never fall
 back to the default target; AgentV's bookkeeping keys (``evalCaseId``, ``attempt``) are declared,
-accepted and ignored. The OpenAI routes ignore unknown keys, as OpenAI clients send many.
+accepted and ignored. The OpenAI route takes OpenAI's own request fields beside the declared
+ones and refuses any other key (a transport or credential field such as ``api_base``) with 400.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
 from pydantic.alias_generators import to_camel
+
+from evalrun.targets import OPTION_FIELDS
 
 #: the OpenAI surface's routes start so, and answer errors in its shape (docs/proxy.md)
 OPENAI_PREFIX = "/v1/"
@@ -147,7 +150,7 @@ class InfoResponse(WireModel):
     max_calls: int
     available_targets: list[str]
     available_provider_labels: list[str]
-    #: budget units one request to the default target costs (a judge panel: one per member)
+    #: budget units one request to the default target costs (a judge panel: one per upstream call)
     calls_per_request: int = 1
 
 
@@ -190,14 +193,23 @@ class StreamOptions(BaseModel):
     include_usage: StrictBool | None = None
 
 
+def _openai_fields_only(schema: dict[str, Any]) -> None:
+    """The schema says what the route accepts: the declared fields and OpenAI's other request
+    fields (any value: OpenAI-kind targets forward them), no other key."""
+    schema["additionalProperties"] = False
+    for name in sorted(OPTION_FIELDS - schema["properties"].keys()):
+        schema["properties"][name] = {"description": "an OpenAI request field, passed on"}
+
+
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat request. The fields evalrun reads are declared; every other key is kept
-    (``model_extra``) and forwarded to OpenAI-kind targets (docs/proxy.md).
+    """OpenAI's chat request. The fields evalrun reads are declared; OpenAI's other request
+    fields are kept (``model_extra``) and forwarded to OpenAI-kind targets, and any other key is
+    refused when the request is built (``evalrun.targets.base.OPTION_FIELDS``, docs/proxy.md).
 
     ``task`` is an evalrun extension (send it with ``extra_body``) for non-LLM judges.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_openai_fields_only)
 
     model: str | None = None
     messages: list[ChatMessage] = Field(min_length=1)

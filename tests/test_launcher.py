@@ -231,6 +231,65 @@ def test_environment_is_scrubbed_of_credentials():
     assert env["AGENTV_TARGET_PROXY_URL"] == env["EVALRUN_PROXY_URL"] == "http://127.0.0.1:1"
 
 
+#: (value in evalrun's environment, what a grader gets)
+URL_VALUES = {
+    "DATABASE_URL": ("postgres://admin:hunter2@db:5432/app", "postgres://db:5432/app"),
+    "HTTPS_PROXY": ("http://proxyuser:pr0xy-pw@proxy.corp:3128", "http://proxy.corp:3128"),
+    "PIP_INDEX_URL": (
+        "https://__token__:pypi-AgEIcHlwaS5vcmc@pypi.corp/simple",
+        "https://pypi.corp/simple",
+    ),
+    "PIP_EXTRA_INDEX_URL": (
+        "https://u1:first-pw@a.corp/simple https://u2:second-pw@b.corp/simple",
+        "https://a.corp/simple https://b.corp/simple",
+    ),
+    "UPSTREAM_REPO": ("https://ghp_R3p0t0k3n@github.com/o/r.git", "https://github.com/o/r.git"),
+    "BROKER": ("amqp://guest:p@ss@rabbit/vhost", "amqp://rabbit/vhost"),
+    # no userinfo: unchanged
+    "DOCS_HOME": (
+        "https://example.com/a?mail=x@y.org#p@q",
+        "https://example.com/a?mail=x@y.org#p@q",
+    ),
+    "SCP_LIKE": ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+}
+URL_SECRETS = (
+    "hunter2",
+    "pr0xy-pw",
+    "pypi-AgEIcHlwaS5vcmc",
+    "first-pw",
+    "second-pw",
+    "ghp_R3p0t0k3n",
+    "p@ss",
+)
+
+
+def test_credentials_inside_urls_are_stripped_from_the_environment():
+    base = {name: value for name, (value, _) in URL_VALUES.items()}
+    base["KEEP_MY_URL"] = "https://me:as-asked@host/x"
+    env = grader_environment(secret_names=(), allow=["KEEP_MY_URL"], base=base)
+    assert {name: env[name] for name in URL_VALUES} == {
+        name: wanted for name, (_, wanted) in URL_VALUES.items()
+    }
+    assert env["KEEP_MY_URL"] == "https://me:as-asked@host/x"  # the env: list passes it as is
+
+
+def test_grader_process_sees_no_credential_inside_a_url(tmp_path, monkeypatch):
+    for name, (value, _) in URL_VALUES.items():
+        monkeypatch.setenv(name, value)
+    result = grade(
+        tmp_path,
+        f"""
+        import json, os
+        secrets = {list(URL_SECRETS)!r}
+        leaked = sorted(k for k, v in os.environ.items() if any(s in v for s in secrets))
+        seen = os.environ.get("DATABASE_URL")
+        print(json.dumps({{"score": 0.0 if leaked else 1.0, "reason": ",".join(leaked) + " " + seen}}))
+        """,
+    )
+    assert result.score == 1.0, result.reason
+    assert result.reason.endswith("postgres://db:5432/app")
+
+
 def test_grader_process_does_not_see_secrets(tmp_path, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "super-secret-value")
     result = grade(

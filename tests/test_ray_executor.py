@@ -291,7 +291,7 @@ def test_ray_is_named_when_it_is_not_installed(
         importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a)
     )
     loaded = load_eval(ROOT / "evals" / "polyglot" / "polyglot.eval.yaml")
-    with pytest.raises(ConfigError, match=r"pip install 'evalrun\[ray\]'"):
+    with pytest.raises(ConfigError, match=r"pip install 'ray>=2\.40'"):
         EvalRun(loaded, RunOptions(out=tmp_path / "o", executor="ray"))
 
 

@@ -1,4 +1,5 @@
-"""The environment a grader gets: the parent's, minus credentials, plus the proxy variables."""
+"""The environment a grader gets: the parent's, minus credentials (named like one, or inside a
+URL), plus the proxy variables."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ SECRET_WORDS = frozenset(
 #: Names that match the words above but hold no secret.
 NOT_SECRET = frozenset({"PWD", "OLDPWD"})
 _PARTS = re.compile(r"[^A-Z0-9]+")
+#: The userinfo of any URL in a value, ``scheme://user:password@`` or ``scheme://token@``, up to
+#: the last ``@`` before the host (a host holds none): ``DATABASE_URL``, ``HTTPS_PROXY``,
+#: ``PIP_INDEX_URL``, a git remote with a token.
+_URL_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#]*@")
 
 
 #: The proxy's URL and token go out under each prefix: AgentV 4.x SDKs read AGENTV_TARGET_PROXY,
@@ -61,6 +66,12 @@ def looks_secret(name: str) -> bool:
     return any(part in SECRET_WORDS for part in _PARTS.split(upper))
 
 
+def without_url_credentials(value: str) -> str:
+    """``value`` with the userinfo of every URL in it removed, so ``postgres://u:pw@db/app``
+    reaches a grader as ``postgres://db/app`` (docs/security.md)."""
+    return _URL_USERINFO.sub(r"\1", value)
+
+
 def grader_environment(
     *,
     secret_names: Iterable[str],
@@ -73,7 +84,7 @@ def grader_environment(
     allowed = set(allow)
     secrets = set(secret_names)
     env = {
-        name: value
+        name: value if name in allowed else without_url_credentials(value)
         for name, value in base.items()
         if name in allowed or (name not in secrets and not looks_secret(name))
     }

@@ -44,6 +44,7 @@ from evalrun.targets import (
     ConfigError,
     TargetError,
     TargetPool,
+    install_hint,
     load_targets,
     locate_targets_file,
 )
@@ -123,7 +124,7 @@ class EvalRun:
         self._private_dir: Path | None = None
         self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
-            raise ConfigError("--executor ray needs Ray: pip install 'evalrun[ray]'")
+            raise ConfigError(f"--executor ray needs Ray: {install_hint('ray')}")
         self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(options.workers)

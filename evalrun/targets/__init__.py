@@ -10,8 +10,10 @@ from __future__ import annotations
 # registers every kind in the registry's table (which cannot import it: it imports the registry)
 import evalrun.targets.providers  # noqa: F401
 from evalrun.targets.base import (
+    OPTION_FIELDS,
     CompletionRequest,
     CompletionResponse,
+    RefusedField,
     Target,
     TargetError,
     TargetTimeout,
@@ -28,6 +30,7 @@ from evalrun.targets.config import (
     load_targets,
     locate_targets_file,
 )
+from evalrun.targets.extras import install_hint
 from evalrun.targets.managed import ManagedTarget
 from evalrun.targets.pool import StoreOptions, TargetPool, build_provider
 from evalrun.targets.registry import ToolsUnsupported, kind_of, kinds, missing_extra
@@ -37,6 +40,8 @@ __all__ = [
     "CompletionResponse",
     "ConfigError",
     "ManagedTarget",
+    "OPTION_FIELDS",
+    "RefusedField",
     "Target",
     "TargetConfig",
     "TargetError",
@@ -53,6 +58,7 @@ __all__ = [
     "kind_of",
     "kinds",
     "find_targets_file",
+    "install_hint",
     "load_targets",
     "locate_targets_file",
     "missing_extra",

@@ -33,6 +33,30 @@ def is_tool_result(message: dict[str, Any]) -> bool:
     return message.get("role") == "tool" and bool(message.get("tool_call_id"))
 
 
+#: The request fields of OpenAI's Chat Completions API, read from the official SDK
+#: (``openai.types.chat.CompletionCreateParams``, openai 3.57; a test keeps the two equal).
+CHAT_FIELDS = frozenset(
+    {"audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
+     "max_completion_tokens", "max_tokens", "messages", "metadata", "modalities", "model",
+     "moderation", "n", "parallel_tool_calls", "prediction", "presence_penalty",
+     "prompt_cache_key", "prompt_cache_options", "prompt_cache_retention", "reasoning_effort",
+     "response_format", "safety_identifier", "seed", "service_tier", "stop", "store", "stream",
+     "stream_options", "temperature", "tool_choice", "tools", "top_logprobs", "top_p", "user",
+     "verbosity", "web_search_options"}
+)  # fmt: skip
+#: The fields ``CompletionRequest`` carries itself, or that evalrun decides for every call (the
+#: target's model, one unstreamed choice).
+_OWN_FIELDS = frozenset(
+    {"messages", "model", "n", "stream", "stream_options", "temperature", "max_tokens",
+     "max_completion_tokens", "response_format", "tools", "tool_choice", "parallel_tool_calls"}
+)  # fmt: skip
+#: What ``CompletionRequest.options`` may hold: OpenAI's other request fields, nothing else. No
+#: transport or credential field (``api_base``, ``base_url``, ``api_key``, ``headers``,
+#: ``extra_headers``, ``extra_body``, ...) is one, so none reaches a provider, litellm's
+#: ``acompletion`` included: a target's own endpoint and key always win (docs/security.md).
+OPTION_FIELDS = CHAT_FIELDS - _OWN_FIELDS
+
+
 @dataclass
 class CompletionRequest:
     """A provider-neutral chat request.
@@ -57,6 +81,12 @@ class CompletionRequest:
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse an option that is not one of OpenAI's request fields, whoever built it."""
+        refused = sorted(str(key) for key in self.options if key not in OPTION_FIELDS)
+        if refused:
+            raise RefusedField(refused[0])
 
     @classmethod
     def from_prompt(cls, prompt: str, **kwargs: Any) -> CompletionRequest:
@@ -159,6 +189,18 @@ class UnsupportedRequest(TargetError):
     def __init__(self, message: str, **kwargs: Any) -> None:
         kwargs.setdefault("status", 422)
         super().__init__(message, **kwargs)
+
+
+class RefusedField(TargetError):
+    """A request field no provider may receive (the proxy answers 400 naming it)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"request field '{name[:100]}' is not accepted: only OpenAI's chat request fields "
+            "are forwarded, and a target's endpoint and credentials come from targets.yaml",
+            status=400,
+        )
+        self.field = name
 
 
 @runtime_checkable

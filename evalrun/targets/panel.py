@@ -11,8 +11,9 @@ members that gave the winning value, over the field with the least agreement. Be
 makes the built-in graders abstain with that reason. Replies that are not JSON (a plain "yes"
 from a yes/no prompt) are combined as whole normalised texts by majority.
 
-A panel call costs one call per member against the grader's ``max_calls``
-(``calls_per_request``), and the judge-call record keeps each member's reply and the agreement.
+A panel call costs what goes upstream against the grader's ``max_calls``
+(``calls_per_request``: one per member, a nested panel the sum of its members), and the
+judge-call record keeps each member's reply and the agreement.
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ class PanelTarget:
 
     @property
     def calls_per_request(self) -> int:
-        return len(self.members)
+        """The upstream calls one request makes: one per member, and a member that is itself
+        a panel costs its own members (docs/judges.md, "Judge panels")."""
+        return sum(int(getattr(m, "calls_per_request", 1)) for m in self.members)
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         replies = await asyncio.gather(

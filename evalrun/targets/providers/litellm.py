@@ -1,6 +1,6 @@
 """The ``litellm`` target: every provider litellm knows (Bedrock, Vertex AI, Mistral, Cohere,
 Groq, ...) under litellm's own model names and credentials, through the optional dependency
-``evalrun[litellm]`` (docs/targets.md).
+``[litellm]`` (docs/targets.md).
 
 The request goes in OpenAI's shape (litellm's own), and the answer comes back in it, so the
 OpenAI target's message building and response reading are reused. evalrun keeps the retries:

@@ -34,6 +34,25 @@ def test_broken_grader_is_reported(tmp_path):
     assert "RuntimeError" in result.stdout
 
 
+def test_debug_lines_beside_the_result_are_flagged(tmp_path):
+    """#32: a grader that prints a debug line before its JSON does not follow the protocol."""
+    grader = tmp_path / "chatty.py"
+    grader.write_text(
+        "import json, sys\n"
+        "print('debug: starting')\n"
+        "data = json.load(sys.stdin)\n"
+        "print(json.dumps({'score': 0.0, 'reason': 'wrong'}))\n"
+    )
+    wide = {**os.environ, "COLUMNS": "250"}
+    result = run_cli(
+        "grader", "check", "--mode", "process", "--", sys.executable, str(grader), env=wide
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "4 of 4 payloads broke the protocol" in result.stdout
+    assert "stdout must carry the result only" in result.stdout
+    assert "failed" in result.stdout and "passed" not in result.stdout
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_js_grader_passes_in_both_modes():
     result = run_cli("grader", "check", "--", "node", "graders/js/contextual-precision.mjs")

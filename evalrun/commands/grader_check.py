@@ -13,7 +13,7 @@ from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.protocol import MIXED_OUTPUT, error_line
-from evalrun.launcher.serve import GraderPools
+from evalrun.launcher.serve import NOT_AN_ANSWER, GraderPools
 from evalrun.results.models import GraderResult
 from evalrun.runner.judging import judge_proxy
 from evalrun.spec.models import GraderSpec, TestCase
@@ -209,7 +209,7 @@ async def _check_serving(
 
 def _did_not_serve(result: GraderResult) -> bool:
     reason = result.reason
-    return "timed out" in reason or "before it answered" in reason or "{exit, result}" in reason
+    return "timed out" in reason or "before it answered" in reason or NOT_AN_ANSWER in reason
 
 
 def write_golden_payloads(folder: Path | None = None) -> Path:

@@ -432,3 +432,59 @@ def test_a_stray_stdout_line_errors_one_case_and_shifts_no_answer(
         assert errored != [f"c{STRAY_ON}"] and "nonce that is not the case in flight's" in reason
     else:
         assert errored == [f"c{STRAY_ON}"] and "without the nonce" in reason, reason
+
+
+# -- a JSON result among debug lines is the result, in both modes (#32) -------------------------
+
+CHATTY_GRADER = """\
+import json, os, sys
+
+def result(token):
+    return "debug: token " + token + "\\n" + json.dumps({"score": 0.0, "reason": "wrong"})
+
+if os.environ.get("EVALRUN_GRADER_MODE") == "serve":
+    for line in sys.stdin:
+        case = json.loads(line)
+        token = case["env"]["AGENTV_TARGET_PROXY_TOKEN"]
+        answer = {"nonce": case.get("nonce"), "exit": 0, "result": result(token)}
+        print(json.dumps(answer), flush=True)
+else:
+    sys.stdin.read()
+    print(result(os.environ["AGENTV_TARGET_PROXY_TOKEN"]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["process", "serve"])
+def test_a_json_result_after_a_debug_line_fails_and_the_line_is_a_redacted_warning(
+    tmp_path: Path, mode: str
+) -> None:
+    """``debug: ...`` then ``{"score": 0.0}`` was a pass with score 1 (the JSON read as plain
+    text). The JSON is the result; the debug line is a warning, with the proxy token it quotes
+    redacted like any grader text (docs/security.md)."""
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "g.py").write_text(CHATTY_GRADER)
+    (tmp_path / "chatty.eval.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            judge: judge
+            graders:
+              - name: chatty
+                command: [{json.dumps(sys.executable)}, g.py]
+                mode: {mode}
+                target: {{max_calls: 1}}
+            tests:
+              - {{id: c1, input: q, output: a}}
+              - {{id: c2, input: q, output: a}}
+            """
+        )
+    )
+    out = tmp_path / "out"
+    proc = run_cli(str(tmp_path / "chatty.eval.yaml"), "--out", str(out), "--quiet")
+    assert proc.returncode == 1, proc.stderr  # both cases fail their grader
+    results, _ = read_bundle(out)
+    for r in results:
+        grader = r["graders"][0]
+        assert (grader["status"], grader["score"], grader["reason"]) == ("failed", 0.0, "wrong")
+        (warning,) = grader["warnings"]
+        assert "other stdout lines besides its JSON result" in warning
+        assert "debug: token ***" in warning, warning

@@ -72,3 +72,19 @@ def test_a_grader_that_does_not_serve_still_passes_per_process(tmp_path):
         "grader", "check", "--mode", "serve", "--timeout", "2", "--", sys.executable, str(grader)
     )
     assert strict.returncode == 1
+
+
+def test_a_served_answer_without_the_nonce_is_reported(tmp_path):
+    """A hand-written stream-mode grader must echo each case line's nonce (#31)."""
+    grader = tmp_path / "no_nonce.py"
+    grader.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    print(json.dumps({'exit': 0, 'result': {'score': 1}}), flush=True)\n"
+    )
+    wide = {**os.environ, "COLUMNS": "250"}
+    result = run_cli(
+        "grader", "check", "--mode", "serve", "--", sys.executable, str(grader), env=wide
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "answered without the nonce of the case in flight" in result.stdout

@@ -162,8 +162,8 @@ class ServeWorker:
         code = doc.get("exit") if isinstance(doc, dict) else None
         if not isinstance(code, int) or isinstance(code, bool) or "result" not in doc:
             self._fail(NOT_AN_ANSWER)
-        elif "nonce" not in doc:
-            self._fail("answered without the nonce of the case in flight")
+        elif doc.get("nonce") is None:
+            self._fail("answered without the nonce of the case in flight (echo its line's nonce)")
         elif doc["nonce"] != self._nonce:
             self._fail("answered with a nonce that is not the case in flight's")
         else:

@@ -7,3 +7,8 @@ The package is kept cheap to import; the public pieces live in their own modules
 """
 
 __version__ = "0.1.0"
+
+#: Exit status and stderr line of a Ctrl-C that stops ``evalrun`` before a run could say more
+#: (docs/results.md, exit codes).
+INTERRUPTED = 130
+INTERRUPTED_LINE = "evalrun: interrupted"

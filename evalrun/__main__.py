@@ -1,3 +1,15 @@
-from evalrun.cli import entry
+"""``python -m evalrun``. Ctrl-C while the command line itself loads (typer and the command's
+modules take a while), or before ``entry`` is inside its own guard, exits 130 with one line as
+it does later (docs/results.md, exit codes)."""
 
-entry()
+import sys
+
+try:
+    from evalrun.cli import entry
+
+    entry()
+except KeyboardInterrupt:
+    from evalrun import INTERRUPTED, INTERRUPTED_LINE
+
+    print(INTERRUPTED_LINE, file=sys.stderr)
+    raise SystemExit(INTERRUPTED) from None

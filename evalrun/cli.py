@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from evalrun import INTERRUPTED, INTERRUPTED_LINE
 from evalrun.hardening import make_undumpable
 
 HELP = (
@@ -133,8 +134,12 @@ def entry() -> None:
     code = 0
     try:
         main()
+    except KeyboardInterrupt:  # while the command line loads, before a command runs
+        code = _interrupted()
     except SystemExit as exc:
-        if exc.code is None or isinstance(exc.code, int):
+        if _by_ctrl_c(exc):
+            code = _interrupted()
+        elif exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
         else:  # what the interpreter does with any other exit value
             print(exc.code, file=sys.stderr)
@@ -146,3 +151,21 @@ def entry() -> None:
         except (OSError, ValueError):  # a closed pipe (`evalrun ... | head`) or stream
             code = code or 1
     os._exit(code)
+
+
+def _interrupted() -> int:
+    """Ctrl-C before a run could report it: one line, exit 130, no traceback (docs/results.md,
+    exit codes)."""
+    print(INTERRUPTED_LINE, file=sys.stderr)
+    return INTERRUPTED
+
+
+def _by_ctrl_c(exc: SystemExit) -> bool:
+    """typer ends a command that a KeyboardInterrupt stopped with a silent exit 130: the
+    interrupt is in the exit's cause or context (one a command printed and suppressed is not)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__cause__ or (None if seen.__suppress_context__ else seen.__context__)
+    return False

@@ -292,8 +292,9 @@ def serve_grader(
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
 ) -> int:
-    """Stream mode (docs/grader-protocol.md): each stdin line is ``{"payload", "env"}``; each
-    answer is one stdout line ``{"exit", "result"}``. ``env`` (the case's proxy token) is set in
+    """Stream mode (docs/grader-protocol.md): each stdin line is ``{"nonce", "payload", "env"}``;
+    each answer is one stdout line ``{"nonce", "exit", "result"}`` with the case's nonce, so
+    evalrun can tell an answer from a stray line. ``env`` (the case's proxy token) is set in
     ``os.environ`` while the case runs, so ``TargetClient.from_env()`` works unchanged; anything
     the grader prints goes to stderr. Returns at the end of input."""
     stdin = stdin or sys.stdin
@@ -303,15 +304,17 @@ def serve_grader(
         for line in stdin:
             if not line.strip():
                 continue
+            nonce = None
             try:
-                payload, env = _read_case_line(line)
+                nonce, payload, env = _read_case_line(line)
             except Exception:
                 code, document = _report_error(stderr), None
             else:
                 with _case_environment(env):
                     code, document = _grade(fn, payload, stderr)
             stderr.flush()
-            stdout.write(json.dumps({"exit": code, "result": document}, default=_json_default))
+            answer = {"nonce": nonce, "exit": code, "result": document}
+            stdout.write(json.dumps(answer, default=_json_default))
             stdout.write("\n")
             stdout.flush()
     except KeyboardInterrupt:
@@ -356,16 +359,21 @@ def _report_error(stderr: IO[str]) -> int:
     return EXIT_ERROR
 
 
-def _read_case_line(line: str) -> tuple[dict[str, Any], dict[str, str]]:
+def _read_case_line(line: str) -> tuple[str | None, dict[str, Any], dict[str, str]]:
+    """(nonce, payload, env) of a case line; a line that cannot be read is answered with no
+    nonce, which evalrun takes as a broken worker."""
     data = json.loads(line)
     if not isinstance(data, dict) or not isinstance(data.get("payload"), dict):
-        raise ValueError('a stream-mode line must be {"payload": {...}, "env": {...}}')
+        raise ValueError(
+            'a stream-mode line must be {"nonce": ..., "payload": {...}, "env": {...}}'
+        )
+    nonce = data.get("nonce")
     env = data.get("env") or {}
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in env.items()
     ):
         raise ValueError("'env' of a stream-mode line must map names to strings")
-    return data["payload"], env
+    return nonce if isinstance(nonce, str) else None, data["payload"], env
 
 
 @contextmanager

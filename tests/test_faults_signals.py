@@ -130,10 +130,11 @@ import json, os, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 for line in sys.stdin:
-    payload = json.loads(line)["payload"]
+    case = json.loads(line)
+    payload = case["payload"]
     if payload["case_id"] == "slow":
         time.sleep(60)
-    answer = {"exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
+    answer = {"nonce": case["nonce"], "exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
     print(json.dumps(answer), flush=True)
 open(os.path.join(HERE, "at-eof"), "w").close()
 time.sleep(30)  # ignores the end of input: the run waits its 1 s close grace for it

@@ -34,6 +34,25 @@ def test_broken_grader_is_reported(tmp_path):
     assert "RuntimeError" in result.stdout
 
 
+def test_debug_lines_beside_the_result_are_flagged(tmp_path):
+    """#32: a grader that prints a debug line before its JSON does not follow the protocol."""
+    grader = tmp_path / "chatty.py"
+    grader.write_text(
+        "import json, sys\n"
+        "print('debug: starting')\n"
+        "data = json.load(sys.stdin)\n"
+        "print(json.dumps({'score': 0.0, 'reason': 'wrong'}))\n"
+    )
+    wide = {**os.environ, "COLUMNS": "250"}
+    result = run_cli(
+        "grader", "check", "--mode", "process", "--", sys.executable, str(grader), env=wide
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "4 of 4 payloads broke the protocol" in result.stdout
+    assert "stdout must carry the result only" in result.stdout
+    assert "failed" in result.stdout and "passed" not in result.stdout
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_js_grader_passes_in_both_modes():
     result = run_cli("grader", "check", "--", "node", "graders/js/contextual-precision.mjs")
@@ -53,3 +72,19 @@ def test_a_grader_that_does_not_serve_still_passes_per_process(tmp_path):
         "grader", "check", "--mode", "serve", "--timeout", "2", "--", sys.executable, str(grader)
     )
     assert strict.returncode == 1
+
+
+def test_a_served_answer_without_the_nonce_is_reported(tmp_path):
+    """A hand-written stream-mode grader must echo each case line's nonce (#31)."""
+    grader = tmp_path / "no_nonce.py"
+    grader.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    print(json.dumps({'exit': 0, 'result': {'score': 1}}), flush=True)\n"
+    )
+    wide = {**os.environ, "COLUMNS": "250"}
+    result = run_cli(
+        "grader", "check", "--mode", "serve", "--", sys.executable, str(grader), env=wide
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "answered without the nonce of the case in flight" in result.stdout

@@ -107,6 +107,60 @@ def test_plain_text_nonzero_with_empty_stderr_is_a_fail(tmp_path):
     assert (result.status, result.score, result.reason) == ("failed", 0.0, "wrong capital")
 
 
+def test_a_json_result_after_a_debug_line_is_the_result_not_plain_text(tmp_path):
+    """#32: ``debug: starting`` then ``{"score": 0.0}`` was recorded as passed, 1.0."""
+    result = grade(
+        tmp_path,
+        """
+        import json
+        print("debug: starting")
+        print(json.dumps({"score": 0.0, "reason": "wrong"}))
+        """,
+    )
+    assert (result.status, result.score, result.reason) == ("failed", 0.0, "wrong")
+    assert len(result.warnings) == 1
+    assert "other stdout lines" in result.warnings[0] and "debug: starting" in result.warnings[0]
+
+
+def test_the_last_result_line_wins_and_pretty_printed_json_still_reads(tmp_path):
+    last = grade(
+        tmp_path,
+        """
+        import json
+        print(json.dumps({"score": 1.0}))
+        print(json.dumps({"score": 0.25, "reason": "second"}))
+        print("done")
+        """,
+    )
+    assert (last.status, last.score, last.reason) == ("failed", 0.25, "second")
+    assert "(2, " in last.warnings[0]
+    pretty = grade(
+        tmp_path,
+        """
+        import json
+        print("loading")
+        print(json.dumps({"score": 0.75, "checks": [{"text": "a", "pass": True}]}, indent=2))
+        """,
+    )
+    assert (pretty.status, pretty.score) == ("passed", 0.75)
+    assert [c["text"] for c in pretty.checks] == ["a"]
+
+
+def test_mixed_output_keeps_the_exit_status_rules(tmp_path):
+    failed = grade(
+        tmp_path,
+        """
+        import json, sys
+        print("debug")
+        print(json.dumps({"score": 0, "reason": "Evaluation failed: boom"}))
+        sys.exit(1)
+        """,
+    )
+    assert (failed.status, failed.reason) == ("error", "Evaluation failed: boom")
+    not_a_result = grade(tmp_path, 'print("debug")\nprint(\'{"note": 1}\')\n')
+    assert not_a_result.status == "error" and "not a result" in not_a_result.reason
+
+
 def test_exit_3_abstains(tmp_path):
     result = grade(
         tmp_path,

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -453,3 +454,39 @@ def test_precision_grader_on_other_runtimes(runtime: str) -> None:
         )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["score"] == pytest.approx(5 / 6)
+
+
+def test_served_answers_echo_the_nonce_like_python(tmp_path: Path) -> None:
+    """Stream mode (docs/grader-protocol.md): each answer carries its case line's nonce, and a
+    line that cannot be read is answered with none, in both SDKs."""
+    lines = (
+        "".join(
+            json.dumps({"nonce": f"n-{i}", "payload": {"case_id": f"c{i}"}, "env": {}}) + "\n"
+            for i in range(2)
+        )
+        + '{"nonce": "n-bad", "payload": "not an object"}\n'
+    )
+    python = tmp_path / "g.py"
+    python.write_text(
+        "from grader_sdk import script_grader\n"
+        "@script_grader\n"
+        "def grade(inp):\n"
+        "    return {'score': 1.0, 'reason': inp.case_id}\n"
+    )
+    js = tmp_path / "g.mjs"
+    js.write_text(
+        f"import {{ defineScriptGrader }} from {json.dumps(SDK_URL)};\n"
+        "defineScriptGrader((input) => ({ score: 1, reason: input.caseId }));\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "EVALRUN_GRADER_MODE": "serve"}
+    answers = []
+    for argv in ([sys.executable, str(python)], ["node", str(js)]):
+        done = subprocess.run(
+            argv, input=lines, capture_output=True, text=True, env=env, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        answers.append([json.loads(line) for line in done.stdout.splitlines()])
+    by_python, by_js = answers
+    assert [(a["nonce"], a["exit"]) for a in by_python] == [("n-0", 0), ("n-1", 0), (None, 1)]
+    assert [(a["nonce"], a["exit"]) for a in by_js] == [(a["nonce"], a["exit"]) for a in by_python]
+    assert [a["result"] and a["result"]["reason"] for a in by_js] == ["c0", "c1", None]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -177,7 +178,7 @@ for line in sys.stdin:
     if payload["case_id"] == "garbled":
         print("this is not an answer", flush=True)
         continue
-    answer = {"exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
+    answer = {"nonce": case["nonce"], "exit": 0, "result": {"score": 1, "reason": payload["case_id"]}}
     print(json.dumps(answer), flush=True)
 """
 
@@ -207,7 +208,7 @@ def test_any_executable_can_serve_and_a_garbled_answer_errors_only_its_case(tmp_
     assert by_id["r1"]["status"] == by_id["r2"]["status"] == "passed"
     assert by_id["r2"]["reason"] == "r2"
     assert by_id["garbled"]["status"] == "error"
-    assert "not {exit, result}" in by_id["garbled"]["reason"]
+    assert "not {nonce, exit, result}" in by_id["garbled"]["reason"]
 
 
 @pytest.mark.parametrize("mode", ["serve", "process"])
@@ -326,3 +327,164 @@ def test_each_new_worker_gets_its_case_before_the_next_one_starts(tmp_path, monk
     answers = asyncio.run(three_cases())
     assert [json.loads(a)["reason"] for a in answers] == ["c0", "c1", "c2"]
     assert events == ["start", "started", "line"] * 3
+
+
+# -- a stray stdout line never shifts an answer onto another case (#31) -------------------------
+
+STRAY_CASES = 14
+STRAY_ON = 4
+#: What a grader that prints its own result to stdout writes: an answer in all but the nonce.
+STRAY_LINE = '{"exit": 0, "result": {"score": 1.0, "reason": "stray"}}'
+
+SDK_STRAY_GRADER = f"""\
+import os
+import shutil
+from grader_sdk import script_grader
+
+@script_grader
+def grade(inp):
+    n = int(inp.case_id[1:])
+    if n == {STRAY_ON}:
+        os.write(1, {STRAY_LINE!r}.encode() + b"\\n")  # past the SDK, straight to stdout
+    return {{"score": n / 20, "reason": inp.case_id}}
+"""
+
+JS_STRAY_GRADER = f"""\
+import {{ writeSync }} from 'node:fs';
+import {{ defineScriptGrader }} from {json.dumps((ROOT / "grader_sdk" / "js" / "index.mjs").as_uri())};
+
+defineScriptGrader((input) => {{
+  const n = Number(input.caseId.slice(1));
+  if (n === {STRAY_ON}) writeSync(1, {json.dumps(STRAY_LINE)} + '\\n');
+  return {{ score: n / 20, reason: input.caseId }};
+}});
+"""
+
+#: A hand-written served grader (docs/grader-protocol.md) that answers case STRAY_ON twice: the
+#: second answer goes out once the next case's line has been read, so it lands while that case
+#: is in flight.
+DUPLICATE_ANSWER_GRADER = f"""\
+import json, sys
+
+again = None
+for line in sys.stdin:
+    case = json.loads(line)
+    if again is not None:
+        print(again, flush=True)
+        again = None
+    n = int(case["payload"]["case_id"][1:])
+    answer = json.dumps({{"nonce": case.get("nonce"), "exit": 0,
+                         "result": {{"score": n / 20, "reason": case["payload"]["case_id"]}}}})
+    print(answer, flush=True)
+    if n == {STRAY_ON}:
+        again = answer
+"""
+
+STRAY_GRADERS = {
+    "python-sdk": ("g.py", SDK_STRAY_GRADER, [sys.executable, "g.py"]),
+    "js-sdk": ("g.mjs", JS_STRAY_GRADER, ["node", "g.mjs"]),
+    "second-answer": ("g.py", DUPLICATE_ANSWER_GRADER, [sys.executable, "g.py"]),
+}
+
+
+def _stray_run(tmp_path: Path, grader: str, workers: int, sandbox: str) -> dict[str, dict]:
+    name, source, command = STRAY_GRADERS[grader]
+    (tmp_path / name).write_text(source)
+    tests = "".join(f"  - {{id: c{i}, input: q{i}, output: a{i}}}\n" for i in range(STRAY_CASES))
+    path = tmp_path / "stray.eval.yaml"
+    path.write_text(
+        f"graders:\n  - name: g\n    command: {json.dumps(command)}\n    mode: serve\n"
+        f"tests:\n{tests}"
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = run_cli(
+        str(path), "--out", str(out), "--workers", str(workers), "--sandbox", sandbox,
+        "--quiet", env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 3, proc.stderr  # an errored case: the run is incomplete
+    results, _ = read_bundle(out)
+    assert sorted(r["id"] for r in results) == sorted(f"c{i}" for i in range(STRAY_CASES))
+    return {r["id"]: r["graders"][0] for r in results}
+
+
+@pytest.mark.parametrize("sandbox", ["auto", "strict"])
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("grader", list(STRAY_GRADERS))
+def test_a_stray_stdout_line_errors_one_case_and_shifts_no_answer(
+    tmp_path: Path, grader: str, workers: int, sandbox: str
+) -> None:
+    """One stray line used to shift every later answer by one case (5 of 14 wrong, exit 0).
+    Each case line carries a nonce its answer echoes: every case that is not errored has its own
+    score, and exactly one case errors, the one in flight when the stray line came."""
+    if sandbox == "strict" and why_unavailable() is not None:
+        pytest.skip(str(why_unavailable()))
+    if grader == "js-sdk" and shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    by_id = _stray_run(tmp_path, grader, workers, sandbox)
+    errored = sorted(i for i, g in by_id.items() if g["status"] == "error")
+    for case_id, g in by_id.items():
+        if case_id not in errored:
+            assert (g["score"], g["reason"]) == (int(case_id[1:]) / 20, case_id), case_id
+    assert len(errored) == 1, {i: by_id[i]["reason"] for i in errored}
+    reason = by_id[errored[0]]["reason"]
+    if grader == "second-answer":  # its first answer was right; the case after it pays
+        assert errored != [f"c{STRAY_ON}"] and "nonce that is not the case in flight's" in reason
+    else:
+        assert errored == [f"c{STRAY_ON}"] and "without the nonce" in reason, reason
+
+
+# -- a JSON result among debug lines is the result, in both modes (#32) -------------------------
+
+CHATTY_GRADER = """\
+import json, os, sys
+
+def result(token):
+    return "debug: token " + token + "\\n" + json.dumps({"score": 0.0, "reason": "wrong"})
+
+if os.environ.get("EVALRUN_GRADER_MODE") == "serve":
+    for line in sys.stdin:
+        case = json.loads(line)
+        token = case["env"]["AGENTV_TARGET_PROXY_TOKEN"]
+        answer = {"nonce": case.get("nonce"), "exit": 0, "result": result(token)}
+        print(json.dumps(answer), flush=True)
+else:
+    sys.stdin.read()
+    print(result(os.environ["AGENTV_TARGET_PROXY_TOKEN"]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["process", "serve"])
+def test_a_json_result_after_a_debug_line_fails_and_the_line_is_a_redacted_warning(
+    tmp_path: Path, mode: str
+) -> None:
+    """``debug: ...`` then ``{"score": 0.0}`` was a pass with score 1 (the JSON read as plain
+    text). The JSON is the result; the debug line is a warning, with the proxy token it quotes
+    redacted like any grader text (docs/security.md)."""
+    (tmp_path / "targets.yaml").write_text(TARGETS)
+    (tmp_path / "g.py").write_text(CHATTY_GRADER)
+    (tmp_path / "chatty.eval.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            judge: judge
+            graders:
+              - name: chatty
+                command: [{json.dumps(sys.executable)}, g.py]
+                mode: {mode}
+                target: {{max_calls: 1}}
+            tests:
+              - {{id: c1, input: q, output: a}}
+              - {{id: c2, input: q, output: a}}
+            """
+        )
+    )
+    out = tmp_path / "out"
+    proc = run_cli(str(tmp_path / "chatty.eval.yaml"), "--out", str(out), "--quiet")
+    assert proc.returncode == 1, proc.stderr  # both cases fail their grader
+    results, _ = read_bundle(out)
+    for r in results:
+        grader = r["graders"][0]
+        assert (grader["status"], grader["score"], grader["reason"]) == ("failed", 0.0, "wrong")
+        (warning,) = grader["warnings"]
+        assert "other stdout lines besides its JSON result" in warning
+        assert "debug: token ***" in warning, warning

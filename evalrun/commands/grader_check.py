@@ -12,8 +12,8 @@ from pathlib import Path
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.payload import build_payload
-from evalrun.launcher.protocol import error_line
-from evalrun.launcher.serve import GraderPools
+from evalrun.launcher.protocol import MIXED_OUTPUT, error_line
+from evalrun.launcher.serve import NOT_AN_ANSWER, GraderPools
 from evalrun.results.models import GraderResult
 from evalrun.runner.judging import judge_proxy
 from evalrun.spec.models import GraderSpec, TestCase
@@ -108,6 +108,11 @@ def _problems(result: GraderResult) -> tuple[list[str], list[str]]:
         last = error_line(result.stderr_tail) if result.stderr_tail else ""
         detail = f" (stderr: {last})" if last and last not in result.reason else ""
         problems.append(f"error: {result.reason}{detail}")
+    problems += [
+        f"stdout must carry the result only: {w}"
+        for w in result.warnings
+        if w.startswith(MIXED_OUTPUT)
+    ]
     if result.status in ("passed", "failed") and result.stderr_tail:
         warnings.append("wrote to stderr although it graded")
     if result.status == "unscored" and result.reason == "grader abstained":
@@ -204,7 +209,7 @@ async def _check_serving(
 
 def _did_not_serve(result: GraderResult) -> bool:
     reason = result.reason
-    return "timed out" in reason or "before it answered" in reason or "{exit, result}" in reason
+    return "timed out" in reason or "before it answered" in reason or NOT_AN_ANSWER in reason
 
 
 def write_golden_payloads(folder: Path | None = None) -> Path:

@@ -94,6 +94,7 @@ def _redact(result: GraderResult, proxy: GrantIssuer[Any], token: str) -> None:
     result.misses = proxy.redact(result.misses, token)
     result.checks = proxy.redact(result.checks, token)
     result.details = proxy.redact(result.details, token)
+    result.warnings = proxy.redact(result.warnings, token)  # they quote stray stdout lines
 
 
 async def _launch(

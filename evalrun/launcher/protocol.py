@@ -1,5 +1,8 @@
 """Turn a finished grader process into a ``GraderResult`` by the rules of docs/grader-protocol.md.
 
+Stdout holds a JSON object when it is one, or when one of its lines is an object that reads as
+a result (the last such line; the other lines become a warning): JSON is never plain text.
+
 exit 0 + JSON object  -> graded          exit 0 + plain text -> pass, score 1
 exit 3                -> unscored        non-zero + text, empty stderr -> fail, score 0
 non-zero + JSON       -> error, the JSON's own text as the reason (AgentV's rule)
@@ -87,7 +90,9 @@ def interpret(
     except UnicodeDecodeError:
         base.reason = "grader output is not valid UTF-8"
         return base
-    document = _json_object(text)
+    document, others = _result_document(text)
+    if others:
+        base.warnings.append(mixed_output_note(others))
     if document is not None and json_text_may_hold_surrogates(text):
         document, replaced = repair_json(document)
         if replaced:
@@ -105,6 +110,9 @@ def interpret(
             return _graded(base, document)
         if text.strip().startswith(("{", "[")):
             base.reason = "grader printed malformed JSON"
+            return base
+        if text.strip().rsplit("\n", 1)[-1].startswith("{"):
+            base.reason = "grader's last stdout line looks like JSON but is not a result object"
             return base
         if not text.strip():
             base.reason = "grader exited 0 but printed nothing"
@@ -234,6 +242,42 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+#: Keys that make a JSON object a grader's result (docs/grader-protocol.md, "stdout").
+RESULT_KEYS = frozenset({"score", "pass", "passed", "checks", "assertions", "abstain"})
+#: How a result's warning about the other stdout lines begins (``grader check`` looks for it).
+MIXED_OUTPUT = "grader printed other stdout lines besides its JSON result"
+_DECODER = json.JSONDecoder()
+_LINE_OBJECT = re.compile(r"^\{", re.MULTILINE)
+
+
+def _result_document(text: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """The JSON document stdout holds, and the other lines printed with it.
+
+    All of stdout as one object is the document. Else the last object that starts a line and
+    ends one (it may span lines, as ``indent=2`` prints it) and has a result key is; a debug
+    line before or after it does not turn it into plain text (docs/grader-protocol.md)."""
+    whole = _json_object(text)
+    if whole is not None:
+        return whole, []
+    starts = [m.start() for m in _LINE_OBJECT.finditer(text)]
+    for start in reversed(starts):
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        line_end = text.find("\n", end)
+        rest_of_line = text[end:] if line_end < 0 else text[end:line_end]
+        if isinstance(value, dict) and RESULT_KEYS & value.keys() and not rest_of_line.strip():
+            others = text[:start] + text[end:]
+            return value, [line.strip() for line in others.splitlines() if line.strip()]
+    return None, []
+
+
+def mixed_output_note(others: list[str]) -> str:
+    first = others[0] if len(others[0]) <= 120 else others[0][:119] + "…"
+    return f"{MIXED_OUTPUT} ({len(others)}, first: {first!r}); print debug output to stderr"
 
 
 def _abstain_reason(document: dict[str, Any] | None, text: str, stderr: str) -> str:

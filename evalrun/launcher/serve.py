@@ -4,7 +4,9 @@ processes that read one case per stdin line and answer one result per stdout lin
 Every promise of the per-process mode holds per case: the proxy token travels in the case's
 line (issued before it, revoked by the launcher after its answer), a timeout or a crash kills
 only the worker that held the case, stderr written while a case is in flight belongs to it, and
-the worker's environment is scrubbed like a per-process grader's.
+the worker's environment is scrubbed like a per-process grader's. Each case line carries a fresh
+nonce that its answer must echo: a stray stdout line can error the case in flight, never shift
+an answer onto another case.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import signal
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
 from evalrun.launcher.sandbox import ProxyRoute, Sandbox
 
+#: Why a worker's stdout line is no answer at all (``grader check`` reads it as "does not serve").
+NOT_AN_ANSWER = "answered with a line that is not {nonce, exit, result}"
 #: The variable that tells a grader (the SDKs' ``script_grader``) to serve lines.
 MODE_ENV = "EVALRUN_GRADER_MODE"
 SERVE = "serve"
@@ -34,9 +40,20 @@ CLOSE_GRACE_S = 1.0
 ExitStatus = Callable[[int | None], int | None]
 
 
-def case_line(payload: dict[str, Any], env: Mapping[str, str]) -> bytes:
-    """One case as a stdin line: the payload plus the variables that hold for this case only."""
-    return json.dumps({"payload": payload, "env": dict(env)}, ensure_ascii=False).encode() + b"\n"
+@dataclass(frozen=True)
+class CaseLine:
+    """One case as a stdin line, and the nonce its answer line must echo."""
+
+    nonce: str
+    data: bytes
+
+
+def case_line(payload: dict[str, Any], env: Mapping[str, str]) -> CaseLine:
+    """The payload, the variables that hold for this case only, and a nonce of its own
+    (docs/grader-protocol.md, "Stream mode")."""
+    nonce = secrets.token_hex(8)
+    line = {"nonce": nonce, "payload": payload, "env": dict(env)}
+    return CaseLine(nonce, json.dumps(line, ensure_ascii=False).encode() + b"\n")
 
 
 class _WorkerProtocol(asyncio.SubprocessProtocol):
@@ -81,7 +98,9 @@ class ServeWorker:
         self.cases = 0
         self._stdout = bytearray()
         self._stderr = bytearray()
-        self._answer: asyncio.Future[bytes | None] | None = None
+        #: the answer of the case in flight (None: the worker broke), and the nonce it must echo
+        self._answer: asyncio.Future[dict[str, Any] | None] | None = None
+        self._nonce: str | None = None
         self._exited: asyncio.Future[None] | None = None
         self._stdout_closed: asyncio.Future[None] | None = None
         self._overflowed = False
@@ -123,20 +142,32 @@ class ServeWorker:
 
     def _on_stdout(self, data: bytes) -> None:
         self._stdout += data
-        newline = self._stdout.find(b"\n")
-        if newline < 0:
-            if len(self._stdout) > self.stdout_cap:
-                self._overflowed = True
-                self._fail("printed more than the stdout limit")
-            return
-        line = bytes(self._stdout[:newline])
-        del self._stdout[: newline + 1]
+        while (newline := self._stdout.find(b"\n")) >= 0 and self._broken is None:
+            line = bytes(self._stdout[:newline])
+            del self._stdout[: newline + 1]
+            self._on_line(line)
+        if len(self._stdout) > self.stdout_cap:
+            self._overflowed = True
+            self._fail("printed more than the stdout limit")
+
+    def _on_line(self, line: bytes) -> None:
+        """The answer to the case in flight, or a line out of turn that breaks the worker."""
         if self._answer is None or self._answer.done():
             self._fail("printed a line while no case was in flight")
+            return
+        try:
+            doc = json.loads(line)
+        except ValueError:
+            doc = None
+        code = doc.get("exit") if isinstance(doc, dict) else None
+        if not isinstance(code, int) or isinstance(code, bool) or "result" not in doc:
+            self._fail(NOT_AN_ANSWER)
+        elif doc.get("nonce") is None:
+            self._fail("answered without the nonce of the case in flight (echo its line's nonce)")
+        elif doc["nonce"] != self._nonce:
+            self._fail("answered with a nonce that is not the case in flight's")
         else:
-            self._answer.set_result(line)
-        if self._stdout.strip():
-            self._fail("printed more than one line for a case")
+            self._answer.set_result(doc)
 
     def _on_stderr(self, data: bytes) -> None:
         self._stderr += data
@@ -164,8 +195,9 @@ class ServeWorker:
     def _stderr_text(self) -> str:
         return bytes(self._stderr).decode("utf-8", errors="replace")[-STDERR_TAIL:].strip()
 
-    async def run_case(self, line: bytes, timeout: float) -> ProcessOutcome:
-        """Send one case line and wait for its answer; a worker that misbehaves is killed."""
+    async def run_case(self, line: CaseLine, timeout: float) -> ProcessOutcome:
+        """Send one case line and wait for its answer; a worker that misbehaves (a line out of
+        turn, a missing or wrong nonce) is killed and the case errors."""
         assert self.transport is not None and self._exited is not None
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
@@ -173,9 +205,10 @@ class ServeWorker:
             self._stderr.clear()  # stderr from before the first case belongs to the first case
         self.cases += 1
         self._answer = answer = loop.create_future()
+        self._nonce = line.nonce
         stdin = self.transport.get_pipe_transport(0)
         with contextlib.suppress(OSError, RuntimeError, AttributeError):
-            stdin.write(line)  # type: ignore[union-attr]
+            stdin.write(line.data)  # type: ignore[union-attr]
         try:
             done, _ = await asyncio.wait(
                 {answer, self._exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
@@ -202,25 +235,16 @@ class ServeWorker:
         await self.kill()
         return self._outcome(started, exit_code=code, failure=_exit_reason(code))
 
-    def _answered(self, line: bytes, started: float) -> ProcessOutcome:
-        try:
-            doc = json.loads(line)
-        except ValueError:
-            doc = None
-        code = doc.get("exit") if isinstance(doc, dict) else None
-        if not isinstance(code, int) or isinstance(code, bool) or "result" not in doc:
-            self._fail("answered with a line that is not {exit, result}")
-            return self._outcome(
-                started,
-                failure="stream-mode grader answered with a line that is not {exit, result}",
-            )
+    def _answered(self, doc: dict[str, Any], started: float) -> ProcessOutcome:
+        """The answer as a per-process outcome, read by the one protocol reader
+        (``protocol.interpret``)."""
         result = doc["result"]
         if result is None:
             stdout = b""
         else:
             stdout = result.encode() if isinstance(result, str) else json.dumps(result).encode()
         return ProcessOutcome(
-            exit_code=code,
+            exit_code=doc["exit"],
             stdout=stdout,
             stderr_tail=self._stderr_text(),
             duration_ms=(time.perf_counter() - started) * 1000,
@@ -310,7 +334,7 @@ class ServePool:
         self.started = 0
 
     async def run(
-        self, line: bytes, timeout: float, stdout_cap: int = STDOUT_CAP
+        self, line: CaseLine, timeout: float, stdout_cap: int = STDOUT_CAP
     ) -> ProcessOutcome:
         async with self._slots:
             worker = self._take_idle()

@@ -198,7 +198,7 @@ export type GraderFn = (input: GraderInput) => GraderResult | number | boolean |
 /** Reads stdin, runs fn, prints the JSON result, sets the exit code (0/1/3); resolves to it. */
 export declare function defineScriptGrader(fn: GraderFn): Promise<number>;
 export declare function runScriptGrader(fn: GraderFn): Promise<number>;
-/** Stream mode: one case per stdin line ({payload, env}), one {exit, result} line per case. */
+/** Stream mode: one case per stdin line ({nonce, payload, env}), one {nonce, exit, result} line per case. */
 export declare function serveScriptGrader(fn: GraderFn): Promise<number>;
 export declare const MODE_ENV: 'EVALRUN_GRADER_MODE';
 export declare const SERVE: 'serve';

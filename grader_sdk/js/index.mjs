@@ -599,9 +599,11 @@ function setEnv(name, value) {
 }
 
 /**
- * Stream mode (docs/grader-protocol.md): each stdin line is {payload, env}; each answer is one
- * stdout line {exit, result}. The case's env (its proxy token) is set while it runs, so
+ * Stream mode (docs/grader-protocol.md): each stdin line is {nonce, payload, env}; each answer
+ * is one stdout line {nonce, exit, result} with the case's nonce, so evalrun can tell an answer
+ * from a stray line. The case's env (its proxy token) is set while it runs, so
  * createTargetClient() works unchanged; console.log goes to stderr, stdout carries answers only.
+ * A line that cannot be read is answered with no nonce, which evalrun takes as a broken worker.
  */
 export async function serveScriptGrader(fn) {
   const saved = { log: console.log, info: console.info, debug: console.debug };
@@ -610,11 +612,13 @@ export async function serveScriptGrader(fn) {
     let code;
     let document = null;
     let env = {};
+    let nonce = null;
     try {
       const data = JSON.parse(line);
       if (!data || typeof data.payload !== 'object' || data.payload === null) {
-        throw new Error('a stream-mode line must be {"payload": {...}, "env": {...}}');
+        throw new Error('a stream-mode line must be {"nonce": ..., "payload": {...}, "env": {...}}');
       }
+      nonce = typeof data.nonce === 'string' ? data.nonce : null;
       env = data.env && typeof data.env === 'object' ? data.env : {};
       const previous = Object.fromEntries(Object.keys(env).map((k) => [k, getEnv(k)]));
       for (const [k, v] of Object.entries(env)) setEnv(k, String(v));
@@ -629,7 +633,7 @@ export async function serveScriptGrader(fn) {
       writeOut('stderr', String(err?.stack ?? err).slice(-STDERR_TAIL) + '\n');
       code = EXIT_ERROR;
     }
-    writeOut('stdout', JSON.stringify({ exit: code, result: document }) + '\n');
+    writeOut('stdout', JSON.stringify({ nonce, exit: code, result: document }) + '\n');
   }
   return EXIT_OK;
 }

@@ -85,8 +85,8 @@ class GraderSpec(BaseModel):
     #: ``process``: one process per case; ``serve``: long-lived processes, one case per line
     #: (docs/grader-protocol.md). Unset: ``serve`` for the built-in graders, else ``process``.
     mode: Literal["process", "serve"] | None = None
-    # deterministic graders
-    value: Any = None
+    # deterministic graders: `value` is text (docs/eval-files.md, "YAML values")
+    value: str | list[str] | None = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")
     negate: bool = False
 
@@ -170,11 +170,6 @@ class TestCase(BaseModel):
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
     _index: int = PrivateAttr(default=0)
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
 
     @property
     def line(self) -> int | None:

@@ -101,14 +101,17 @@ def load_eval(path: Path) -> LoadedEval:
             case.input_files = [str((path.parent / f).resolve()) for f in case.input_files]
         _check_unique_ids(path, tests, lines, ("tests",))
     else:
-        tests_file, tests, tests_lines = _load_tests_file(path, spec.tests, warnings)
+        tests_file, tests, tests_lines = _load_tests_file(
+            path, spec.tests, f"{path}:{lines.get(('tests',), 1)}: tests", warnings
+        )
+    tests_at = f"{path}:{lines.get(('tests',), 1)}: tests"
     if not tests:
-        raise EvalFileError(f"{path}: the eval file has no tests")
+        raise EvalFileError(f"{tests_at}: the eval file has no tests")
     if not spec.graders:
         ungraded = list(islice((case.id for case in tests if not case.graders), 5))
         if ungraded:
             raise EvalFileError(
-                f"{path}: tests without graders: {', '.join(ungraded)} "
+                f"{tests_at}: tests without graders: {', '.join(ungraded)} "
                 "(add suite-level 'graders:' or per-test 'graders:')"
             )
     return LoadedEval(
@@ -265,11 +268,16 @@ def _check_unique_jsonl_ids(path: Path, hashes: set[int]) -> None:
 
 
 def _load_tests_file(
-    eval_path: Path, ref: str, warnings: list[str]
+    eval_path: Path, ref: str, where: str, warnings: list[str]
 ) -> tuple[Path, Sequence[TestCase], LineMap | JsonlLines]:
+    """``where``: ``file:line: tests``, the key that names the tests file."""
     path = eval_path.parent / ref
-    if not path.is_file():
-        raise EvalFileError(f"{eval_path}: tests file not found: {ref}")
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a name too long for the file system, say
+        raise EvalFileError(f"{where}: cannot read the tests file: {exc.strerror}") from None
+    if not found:
+        raise EvalFileError(f"{where}: tests file not found: {ref}")
     if path.suffix == ".jsonl":
         return (path, *_check_jsonl_tests(path))
     try:

@@ -95,6 +95,19 @@ class GraderSpec(BaseModel):
     def _known_type(cls, value: str) -> str:
         return normalize_type(value)
 
+    @field_validator("command")
+    @classmethod
+    def _splits(cls, value: list[str] | str | None) -> list[str] | str | None:
+        """A command written as one string must split into arguments (``argv``)."""
+        if isinstance(value, str):
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"cannot split the command into arguments: {exc}") from None
+        return value
+
     @model_validator(mode="after")
     def _check_required(self) -> GraderSpec:
         given = {"command": self.command, "value": self.value, "schema": self.schema_}

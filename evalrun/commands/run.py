@@ -7,6 +7,7 @@ import enum
 import json
 import os
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -401,10 +402,9 @@ def validate(
         raise _fail_all(problems, "validate")
 
 
-def _eval_files(paths: list[Path], problems: list[str]) -> list[Path]:
-    """The eval files named, and those in the folders named; a targets file is skipped (a shell
-    glob such as ``evals/*.yaml`` names it too)."""
-    files = []
+def _eval_files(paths: list[Path], problems: list[str]) -> Iterator[Path]:
+    """The eval files named, and those in the folders named, in the order given; a targets
+    file is skipped (a shell glob such as ``evals/*.yaml`` names it too)."""
     for path in paths:
         if path.is_dir():
             found = sorted({f for pattern in EVAL_PATTERNS for f in path.rglob(pattern)})
@@ -412,12 +412,11 @@ def _eval_files(paths: list[Path], problems: list[str]) -> list[Path]:
                 problems.append(
                     f"{path}: no eval files in this folder ({', '.join(EVAL_PATTERNS)})"
                 )
-            files += found
+            yield from found
         elif path.name in TARGETS_NAMES:
             typer.echo(f"{printable(str(path))}: skipped (a targets file, not an eval file)")
         else:
-            files.append(path)
-    return files
+            yield path
 
 
 def _validate_one(

@@ -128,8 +128,8 @@ class _Walk:
                     value = _core_value(node.tag, node.value)
                 except (ValueError, OverflowError):
                     raise SourceError(
-                        f"{self.name}:{line}: {format_loc(path)}: '{_short(node.value)}' is not "
-                        f"a valid {node.tag.rsplit(':', 1)[-1]}"
+                        f"{self.name}:{line}: {format_loc(path)}: '{_short(node.value)}' cannot "
+                        f"be read as !!{node.tag.rsplit(':', 1)[-1]}; quote it to keep it as text"
                     ) from None
             else:
                 raise SourceError(self.unsupported(node, path, line))

@@ -18,7 +18,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalrun.yamlsource import SourceError, load_yaml_with_lines, validation_error_message
+from evalrun.yamlsource import (
+    SourceError,
+    load_yaml_with_lines,
+    validate_keeping_text,
+    validation_error_message,
+)
 
 MissingPolicy = Literal["skip", "zero"]
 Label = Literal["excellent", "pass", "warning", "fail", "none"]
@@ -246,16 +251,17 @@ def find_rubric(name: str | Path, rubrics_dir: Path | None = None) -> Path:
 
 def load_rubric_file(path: Path) -> Rubric:
     try:
-        data, lines = load_yaml_with_lines(path)
+        parsed = load_yaml_with_lines(path)
     except SourceError as exc:
         raise RubricError(str(exc)) from None
+    data = parsed.data
     if not isinstance(data, dict) or "criteria" not in data:
         raise RubricError(f"{path}: not a weighted rubric (expected a mapping with 'criteria:')")
     data.setdefault("name", path.stem)
     try:
-        return Rubric.model_validate(data)
+        return validate_keeping_text(Rubric, data, parsed, path)[0]
     except Exception as exc:  # pydantic.ValidationError
-        raise RubricError(validation_error_message(path, exc, lines)) from None
+        raise RubricError(validation_error_message(path, exc, parsed.lines)) from None
 
 
 def load_rubric(name: str | Path, *, rubrics_dir: Path | None = None) -> Rubric:

@@ -5,11 +5,14 @@ Shared by eval files, targets.yaml and rubrics."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
+from yaml.resolver import Resolver
 
 from evalrun.safetext import repair, repair_json
 
@@ -29,6 +32,78 @@ class SourceError(Exception):
     """A file that cannot be parsed; the message already names file and line."""
 
 
+_STR, _NULL, _BOOL, _INT, _FLOAT, _MAP, _SEQ = (
+    f"tag:yaml.org,2002:{name}" for name in ("str", "null", "bool", "int", "float", "map", "seq")
+)
+#: YAML 1.2's core schema (docs/eval-files.md, "YAML values"): the only plain scalars that are
+#: not text. No yes/no/on/off, no sexagesimal 1:30, no 0b1 or 1_000, no merge key ``<<``.
+_CORE: tuple[tuple[str, str, str], ...] = (
+    (_NULL, r"~|null|Null|NULL|", "~nN"),
+    (_BOOL, r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    (_INT, r"[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+", "-+0123456789"),
+    (
+        _FLOAT,
+        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)",
+        "-+.0123456789",
+    ),
+)
+#: the YAML 1.1 reading PyYAML and most tools give a plain scalar, to warn where it differs
+_YAML11 = Resolver()
+_KIND = {_BOOL: "a boolean", _INT: "a number", _FLOAT: "a number", _NULL: "null"}
+
+
+class _CoreLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with the core schema's implicit types. It notes which scalars were
+    plain and untagged, the only ones whose type was guessed from their text."""
+
+    yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
+
+    def compose_scalar_node(self, anchor: str | None) -> yaml.Node:
+        event = self.peek_event()
+        node = super().compose_scalar_node(anchor)
+        node.guessed = event.tag is None and event.style is None  # type: ignore[attr-defined]
+        return node
+
+
+for _tag, _pattern, _first in _CORE:
+    _CoreLoader.add_implicit_resolver(_tag, re.compile(f"^(?:{_pattern})$"), [*_first])
+_CoreLoader.add_implicit_resolver(_NULL, re.compile("^$"), [""])
+
+
+def _core_value(tag: str, text: str) -> Any:
+    """A scalar of a core-schema tag; ValueError when the text is not one (``!!float abc``)."""
+    if tag == _NULL:
+        return None
+    if tag == _BOOL:
+        if text.lower() not in ("true", "false"):
+            raise ValueError
+        return text.lower() == "true"
+    if tag == _INT:
+        body = text.lstrip("+")
+        if body[:2] in ("0o", "0x"):
+            return int(body[2:], 8 if body[1] == "o" else 16)
+        return int(body)
+    special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
+    return special.get(text.lower()) if text.lower() in special else float(text)
+
+
+#: (path, line, text, "YAML 1.1 reads it as ...")
+Ambiguous = tuple[tuple[Any, ...], int, str, str]
+
+
+class Parsed(NamedTuple):
+    """A YAML or JSON document, with what its errors and warnings need."""
+
+    data: Any
+    lines: LineMap
+    #: (line, type, value) -> the text written, for each plain scalar read as a bool or number,
+    #: so a field that wants text gets what the user typed (:func:`validate_keeping_text`)
+    texts: dict[tuple[int, type, Any], str]
+    #: plain scalars read as text that YAML 1.1 reads otherwise
+    ambiguous: list[Ambiguous]
+
+
 class _Walk:
     """Turns composed YAML nodes into Python data and the line map, within the limits above.
     Each alias expands its anchor again; those repeated nodes count against MAX_ALIAS_NODES."""
@@ -38,19 +113,53 @@ class _Walk:
         self.lines: LineMap = {}
         self.seen: set[int] = set()
         self.repeated = 0
-        self._loader = yaml.SafeLoader("")
         self._scalars: dict[int, Any] = {}
+        #: (path, text, value) of each plain, untagged scalar: its type was guessed from its text
+        self.guessed: list[tuple[tuple[Any, ...], str, Any]] = []
 
-    def close(self) -> None:
-        self._loader.dispose()
-
-    def scalar(self, node: yaml.Node) -> Any:
+    def scalar(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
         """A scalar's value, constructed once per node (an alias repeats it for free)."""
         key = id(node)
         if key not in self._scalars:
-            value = self._loader.construct_object(node, deep=True)
-            self._scalars[key] = repair(value)[0] if isinstance(value, str) else value
-        return self._scalars[key]
+            if node.tag == _STR:
+                value: Any = repair(node.value)[0]
+            elif node.tag in _KIND:
+                try:
+                    value = _core_value(node.tag, node.value)
+                except (ValueError, OverflowError):
+                    raise SourceError(
+                        f"{self.name}:{line}: {format_loc(path)}: '{_short(node.value)}' cannot "
+                        f"be read as !!{node.tag.rsplit(':', 1)[-1]}; quote it to keep it as text"
+                    ) from None
+            else:
+                raise SourceError(self.unsupported(node, path, line))
+            self._scalars[key] = value
+        value = self._scalars[key]
+        if getattr(node, "guessed", False):
+            self.guessed.append((path, node.value, value))
+        return value
+
+    def results(self) -> tuple[dict[tuple[int, type, Any], str], list[Ambiguous]]:
+        """The texts of plain scalars read as bools or numbers, keyed as :class:`Parsed` says,
+        and the plain scalars read as text that YAML 1.1 reads otherwise."""
+        texts: dict[tuple[int, type, Any], str] = {}
+        ambiguous: list[Ambiguous] = []
+        for path, text, value in self.guessed:
+            line = self.lines[path]
+            if not isinstance(value, str):
+                key = (line, type(value), value)
+                texts[key] = text if texts.get(key, text) == text else ""  # "": two texts
+                continue
+            reading = _YAML11.resolve(yaml.ScalarNode, text, (True, False))
+            if reading in _KIND:
+                ambiguous.append((path, line, text, f"YAML 1.1 reads it as {_KIND[reading]}"))
+        return texts, ambiguous
+
+    def unsupported(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> str:
+        return (
+            f"{self.name}:{line}: {format_loc(path)}: the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} "
+            "is not supported: values are text, numbers, true/false, null, lists and mappings"
+        )
 
     def node(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
         """``line``: where this node is used; inside a repeated anchor, the alias's line."""
@@ -68,23 +177,38 @@ class _Walk:
             raise SourceError(f"{self.name}:{line}: nested more than {MAX_DEPTH} levels deep")
         self.lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
+            if node.tag != _MAP:
+                raise SourceError(self.unsupported(node, path, line))
+            out: dict[str, Any] = {}
             for key_node, value_node in node.value:
                 key_line = line if repeated else key_node.start_mark.line + 1
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
-                key = self.scalar(key_node)
+                if key_node.tag not in (_STR, *_KIND):
+                    raise SourceError(self.unsupported(key_node, path, key_line))
+                key = repair(key_node.value)[0]  # a key is a name: `1:` and `yes:` are text
+                if key in out:
+                    raise SourceError(
+                        f"{self.name}:{key_line}: {format_loc((*path, key))}: the key is repeated "
+                        f"(first on line {self.lines[(*path, key)]}); a key may appear once"
+                    )
                 where = (*path, key)  # named: mypy misreads `lines[(*path, key)]` on 3.10
                 out[key] = self.node(value_node, where, key_line)
                 self.lines[where] = key_line
             return out
         if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ:
+                raise SourceError(self.unsupported(node, path, line))
             here = line if repeated else node.start_mark.line + 1
             return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
-        return self.scalar(node)
+        return self.scalar(node, path, line)
 
 
-def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_yaml_with_lines(text: str, name: str) -> Parsed:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_YAML_BYTES:
         raise SourceError(
@@ -92,7 +216,7 @@ def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
             "files; put large test sets in a .jsonl tests file"
         )
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = yaml.compose(text, Loader=_CoreLoader)
     except yaml.MarkedYAMLError as exc:
         raise SourceError(yaml_error_message(name, exc)) from None
     except yaml.YAMLError as exc:
@@ -100,12 +224,8 @@ def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:
     except RecursionError:
         raise SourceError(f"{name}:1: nested too deeply to parse") from None
     walk = _Walk(name)
-    if root is None:
-        return None, walk.lines
-    try:
-        return walk.node(root, (), 1), walk.lines
-    finally:
-        walk.close()
+    data = None if root is None else walk.node(root, (), 1)
+    return Parsed(data, walk.lines, *walk.results())
 
 
 #: (what PyYAML says, what to do about it); the first matching entry gives the hint.
@@ -156,7 +276,7 @@ def yaml_error_message(name: str, exc: yaml.MarkedYAMLError) -> str:
     )
 
 
-def load_yaml_with_lines(path: Path) -> tuple[Any, LineMap]:
+def load_yaml_with_lines(path: Path) -> Parsed:
     """Load YAML or JSON (JSON is YAML) from ``path`` with a line map."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -194,6 +314,104 @@ def iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
             raise SourceError(f"{path}: not UTF-8 text") from None
 
 
+M = TypeVar("M")
+_MISSING = object()
+
+
+def validate_keeping_text(
+    model: type[M],
+    data: Any,
+    parsed: Parsed,
+    name: Path | str,
+    at: tuple[Any, ...] = (),
+    shown: tuple[Any, ...] = (),
+) -> tuple[M, list[str]]:
+    """``model.model_validate(data)`` (``data`` is ``parsed.data`` at path ``at``) where a field
+    that wants text gets the text written: a plain ``001``, ``1e3`` or ``true`` that YAML read as
+    a number or boolean is put back as written and ``data`` validated again (docs/eval-files.md,
+    "YAML values"). Returns the model and ``file:line: key: message`` warnings for each such
+    value, and for each plain ``yes``/``on``/``1_000`` kept as text that YAML 1.1 reads
+    otherwise; a key is shown as ``shown`` + its path under ``at``. Raises pydantic's
+    ValidationError; ``data`` is changed in place."""
+    from pydantic import ValidationError
+
+    kept: list[tuple[tuple[Any, ...], str, str]] = []
+    while True:
+        try:
+            instance = model.model_validate(data)  # type: ignore[attr-defined]
+            break
+        except ValidationError as exc:
+            found = _keep_text(exc, data, parsed, at)
+            if not found:
+                raise
+            kept += found
+    warnings = [
+        (line, path, text, reading)
+        for path, line, text, reading in parsed.ambiguous
+        if path[: len(at)] == at and _is_text(_value_at(instance, path[len(at) :]))
+    ]
+    for path, text, reading in kept:
+        warnings.append((parsed.lines.get(path, 0), path, text, reading))
+    warnings.sort(key=lambda item: item[0])
+    return instance, [
+        f"{name}:{line}: {format_loc((*shown, *path[len(at) :]))}: the unquoted {_short(text)} is kept as the text "
+        f"'{_short(text)}', though {reading}: quote it to be sure"
+        for line, path, text, reading in dict.fromkeys(warnings)
+    ]
+
+
+def _keep_text(
+    exc: Any, data: Any, parsed: Parsed, at: tuple[Any, ...]
+) -> list[tuple[tuple[Any, ...], str, str]]:
+    """Put back the written text of each bool or number a text field refused (pydantic's
+    ``string_type``); returns (path, text, reading) of each."""
+    kept = []
+    for err in exc.errors():
+        if err["type"] != "string_type":
+            continue
+        holder, key, path = None, None, at
+        value = data
+        for part in err["loc"]:
+            if (
+                isinstance(value, dict)
+                and part in value
+                or (isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value))
+            ):
+                holder, key, path, value = value, part, (*path, part), value[part]
+        if holder is None or not isinstance(value, (bool, int, float)):
+            continue
+        text = parsed.texts.get((parsed.lines.get(path, 0), type(value), value))
+        if not text and type(value) is int:  # JSON, or a value an AgentV mapping moved
+            text = str(value)
+        if text:
+            holder[key] = text
+            reading = "a boolean" if isinstance(value, bool) else "a number"
+            kept.append((path, text, f"YAML reads it as {reading}"))
+    return kept
+
+
+def _value_at(instance: Any, path: tuple[Any, ...]) -> Any:
+    """What a validated model holds at a key path of its source, or _MISSING."""
+    value = instance
+    for part in path:
+        fields = getattr(type(value), "model_fields", None)
+        if fields is not None:
+            name = next((n for n, f in fields.items() if (f.alias or n) == part), None)
+            value = getattr(value, name) if name else _MISSING
+        elif isinstance(value, dict):
+            value = value.get(part, _MISSING)
+        elif isinstance(value, list) and isinstance(part, int) and 0 <= part < len(value):
+            value = value[part]
+        else:
+            return _MISSING
+    return value
+
+
+def _is_text(value: Any) -> bool:
+    """A value the model keeps as text, or one whose place it cannot say (an AgentV rename)."""
+    return value is _MISSING or isinstance(value, str)
+
+
 def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:
     """The line of the deepest known prefix of ``loc``."""
     for end in range(len(loc), -1, -1):
@@ -216,12 +434,12 @@ def format_loc(loc: tuple[Any, ...]) -> str:
 def validation_error_message(
     path: Path | str, exc: Exception, lines: LineMap, model: Any = None
 ) -> str:
-    """Render a pydantic ValidationError as ``file:line: key: message`` lines; given the
-    model, an unknown key gets a "did you mean" naming the closest known one."""
+    """Render a pydantic ValidationError as ``file:line: key: message`` lines, in line order;
+    given the model, an unknown key gets a "did you mean" naming the closest known one."""
     errors = getattr(exc, "errors", None)
     if errors is None:
         return f"{path}: {exc}"
-    out = []
+    out: list[tuple[int, str]] = []
     all_errors = errors()
     for err in all_errors:
         if len(all_errors) > 1 and "str" in err["loc"] and err["type"] == "string_type":
@@ -234,8 +452,9 @@ def validation_error_message(
             message += f": unknown key '{loc[-1]}'"
             if model is not None:
                 message += _suggest_key(model, loc)
-        out.append(f"{where}: {format_loc(loc)}: {message}")
-    return "\n".join(dict.fromkeys(out))
+        out.append((line or 0, f"{where}: {format_loc(loc)}: {message}"))
+    out.sort(key=lambda item: item[0])
+    return "\n".join(dict.fromkeys(text for _, text in out))
 
 
 def _suggest_key(model: Any, loc: tuple[Any, ...]) -> str:

@@ -45,7 +45,7 @@ def test_an_unknown_kind_in_a_targets_file_names_every_known_kind(tmp_path: Path
     with pytest.raises(ConfigError) as info:
         load_targets(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: target 'j' has unknown kind 'openia'")
+    assert message.startswith(f"{path}:2: targets[0].kind: target 'j' has unknown kind 'openia'")
     assert f"(known kinds: {', '.join(kinds())})" in message
 
 

@@ -7,6 +7,7 @@ import enum
 import json
 import os
 import sys
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from evalrun.runner.options import ExitCode, RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval
 from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
-from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.loader import EvalFileError, LoadedEval, load_eval
 from evalrun.spec.schema import TARGETS_SCHEMA_ID, eval_json_schema, published
 from evalrun.suggest import closest
 from evalrun.targets import (
@@ -165,8 +166,7 @@ def run(
 
     try:
         loaded = load_eval(file)
-        for note in loaded.deprecations:
-            typer.echo(f"{note} (deprecated; still loads)", err=True)
+        _print_notes(loaded)
         if resume is not None and not resume.is_dir():
             raise ConfigError(f"--resume: no run bundle at {resume}")
         only_ids = None
@@ -362,8 +362,25 @@ def _count_line(results: int, repeat: int) -> str:
     return f"{plural(cases, 'case')} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
 
 
+def _print_notes(loaded: LoadedEval) -> None:
+    """What loads but may not mean what it says: AgentV's old spellings, values YAML 1.1 reads
+    otherwise (docs/eval-files.md)."""
+    for note in loaded.deprecations:
+        typer.echo(printable(f"{note} (deprecated; still loads)"), err=True)
+    for warning in loaded.warnings:
+        typer.echo(printable(f"warning: {warning}"), err=True)
+
+
+#: what eval files are called (docs/eval-files.md); ``validate DIR`` checks these
+EVAL_PATTERNS = ("*.eval.yaml", "*.eval.yml", "*.eval.json")
+#: file names that are targets files, not eval files (docs/targets.md)
+TARGETS_NAMES = ("targets.yaml", "targets.yml")
+
+
 def validate(
-    files: list[Path] = typer.Argument(..., help="Eval files to check."),
+    files: list[Path] = typer.Argument(
+        ..., help="Eval files, or folders of them (*.eval.yaml, *.eval.yml, *.eval.json)."
+    ),
     target: str | None = typer.Option(
         None, "--target", "-t", metavar="NAME", help="Check as if run with --target NAME."
     ),
@@ -375,7 +392,7 @@ def validate(
     """Check eval files as a run would, without the network: the format, the targets (known,
     keys set, extras installed), grader programs and scripts, the rubric. Exit 2 if any fails."""
     problems: list[str] = []
-    for file in files:
+    for file in _eval_files(files, problems):
         found = _validate_one(file, target, judge, targets)
         if isinstance(found, list):
             problems += found
@@ -383,6 +400,23 @@ def validate(
             print(printable(found))
     if problems:
         raise _fail_all(problems, "validate")
+
+
+def _eval_files(paths: list[Path], problems: list[str]) -> Iterator[Path]:
+    """The eval files named, and those in the folders named, in the order given; a targets
+    file is skipped (a shell glob such as ``evals/*.yaml`` names it too)."""
+    for path in paths:
+        if path.is_dir():
+            found = sorted({f for pattern in EVAL_PATTERNS for f in path.rglob(pattern)})
+            if not found:
+                problems.append(
+                    f"{path}: no eval files in this folder ({', '.join(EVAL_PATTERNS)})"
+                )
+            yield from found
+        elif path.name in TARGETS_NAMES:
+            typer.echo(f"{printable(str(path))}: skipped (a targets file, not an eval file)")
+        else:
+            yield path
 
 
 def _validate_one(
@@ -393,13 +427,12 @@ def _validate_one(
         loaded = load_eval(file)
     except EvalFileError as exc:
         return str(exc).splitlines()
-    for note in loaded.deprecations:
-        typer.echo(f"{note} (deprecated; still loads)", err=True)
+    _print_notes(loaded)
     try:
         lookup = locate_targets_file(targets, loaded.folder)
         configured = load_targets(lookup.path)
     except (ConfigError, SourceError) as exc:
-        return [str(exc)]
+        return str(exc).splitlines()
     problems = check_eval(
         loaded,
         cases=loaded.tests,

@@ -69,7 +69,7 @@ def normalize_eval(data: Any, lines: LineMap, notes: Notes | None = None) -> Any
             lines[("target",)] = lines[("execution", "target")]
         notes.append((("execution", "target"), "AgentV 4.x's key: AgentV now uses 'providers'"))
     _renamed(data, _FILE_KEYS, (), lines, notes)
-    for i, grader in enumerate(data.get("graders") or []):
+    for i, grader in enumerate(_listed(data.get("graders"))):
         _normalize_grader(grader, ("graders", i), lines, notes)
     tests = data.get("tests")
     if isinstance(tests, list):
@@ -85,9 +85,14 @@ def normalize_case(
     if not isinstance(case, dict):
         return case
     _renamed(case, _CASE_KEYS, path, lines, notes)
-    for i, grader in enumerate(case.get("graders") or []):
+    for i, grader in enumerate(_listed(case.get("graders"))):
         _normalize_grader(grader, (*path, "graders", i), lines, notes)
     return case
+
+
+def _listed(value: Any) -> list[Any]:
+    """The items of a list; anything else is left for validation to report at its line."""
+    return value if isinstance(value, list) else []
 
 
 def _normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap, notes: Notes) -> None:

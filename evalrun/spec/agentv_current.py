@@ -66,6 +66,13 @@ class _Mapping:
             self.lines[(*new, *key[len(old) :])] = self.source[key]
 
 
+def _items(m: _Mapping, value: Any, path: tuple[Any, ...]) -> list[Any]:
+    """A list's items; anything else but null is a problem at ``path``."""
+    if value is not None and not isinstance(value, list):
+        m.problem(path, "must be a list")
+    return value if isinstance(value, list) else []
+
+
 def is_current_format(data: Any) -> bool:
     if not isinstance(data, dict):
         return False
@@ -90,10 +97,14 @@ def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> di
         vars_ = default_test.get("vars")
         if isinstance(vars_, dict):
             default_vars = vars_
-        for i, item in enumerate(default_test.get("assert") or []):
+        for i, item in enumerate(_items(m, default_test.get("assert"), ("default_test", "assert"))):
             suite_asserts.append((("default_test", "assert", i), item))
         if isinstance(default_test.get("metadata"), dict):
-            data.setdefault("metadata", {}).update(default_test["metadata"])
+            metadata = data.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                metadata.update(default_test["metadata"])
+            else:
+                m.problem(("metadata",), "metadata must be a mapping")
         for key in sorted(set(default_test) - {"vars", "assert", "metadata"}):
             m.problem(("default_test", key), f"default_test.{key} is not supported by evalrun")
     elif default_test is not None:
@@ -101,7 +112,7 @@ def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> di
             ("default_test",),
             "default_test must be a mapping (file:// references are not supported)",
         )
-    for i, item in enumerate(data.pop("assert", None) or []):
+    for i, item in enumerate(_items(m, data.pop("assert", None), ("assert",))):
         suite_asserts.append((("assert", i), item))
     if suite_asserts:
         graders = data.setdefault("graders", [])
@@ -300,16 +311,20 @@ def _map_test(
     if "expected_output" in vars_ and "expected_output" not in case:
         case["expected_output"] = vars_["expected_output"]
         m.copy_lines((*old, "vars", "expected_output"), (*new, "expected_output"))
-    strings = [item for item in test.get("assert") or [] if isinstance(item, str)]
+    asserts = _items(m, test.get("assert"), (*old, "assert"))
+    strings = [item for item in asserts if isinstance(item, str)]
     rendered = [_render(m, s, vars_, (*old, "assert")) for s in strings]
     if rendered:
         case.setdefault("criteria", "\n".join(rendered))
-    items = [((*old, "assert", j), item) for j, item in enumerate(test.get("assert") or [])]
+    items = [((*old, "assert", j), item) for j, item in enumerate(asserts)]
     own = case.get("graders") if isinstance(case.get("graders"), list) else []
     graders = _map_assertions(m, items, (*new, "graders", len(own)), vars_)
     if graders:
         case["graders"] = [*own, *graders]
-    metadata = dict(test.get("metadata") or {})
+    metadata = test.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        m.problem((*old, "metadata"), "metadata must be a mapping")
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
     if isinstance(test.get("description"), str):
         metadata.setdefault("description", test["description"])
     shown = {k: v for k, v in vars_.items() if k not in ("input", "expected_output")}
@@ -386,7 +401,7 @@ def _map_assertion(
         grader["type"] = base_kind
     if negate:
         grader["negate"] = True
-    if "value" in grader and isinstance(grader["value"], str) and grader["type"] != "regex":
+    if "value" in grader and isinstance(grader["value"], str) and grader.get("type") != "regex":
         grader["value"] = _render(m, grader["value"], vars_, (*path, "value"))
     if grader.get("type") == "llm-rubric":
         _llm_rubric(m, grader, path, vars_)
@@ -406,7 +421,11 @@ def _as_regex(kind: str, value: Any) -> str:
 def _llm_rubric(
     m: _Mapping, grader: dict[str, Any], path: tuple[Any, ...], vars_: dict[str, Any]
 ) -> None:
-    config = dict(grader.get("config") or {})
+    config = grader.get("config") or {}
+    if not isinstance(config, dict):
+        m.problem((*path, "config"), "config must be a mapping")
+        config = {}
+    config = dict(config)
     value = grader.pop("value", None)
     for key in ("criteria", "prompt"):  # AgentV 4.x llm-grader spellings
         if value is None and isinstance(grader.get(key), str):

@@ -17,11 +17,13 @@ from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, m
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
     LineMap,
+    Parsed,
     SourceError,
     format_loc,
     iter_jsonl,
     line_for,
     load_yaml_with_lines,
+    validate_keeping_text,
     validation_error_message,
 )
 
@@ -43,6 +45,8 @@ class LoadedEval:
     tests_lines: LineMap | JsonlLines = field(default_factory=dict)
     #: ``file:line: key: message`` notes on keys that load but that AgentV has renamed.
     deprecations: list[str] = field(default_factory=list)
+    #: ``file:line: key: message`` on plain values YAML 1.1 would read otherwise (``yes``, ``001``)
+    warnings: list[str] = field(default_factory=list)
 
     def where(self, loc: tuple[Any, ...]) -> str:
         """``file:line: key`` for a key path such as ``("tests", 2, "graders", 0, "command")``."""
@@ -71,9 +75,10 @@ def load_eval(path: Path) -> LoadedEval:
     if not path.is_file():
         raise EvalFileError(f"{path}: no such eval file")
     try:
-        data, lines = load_yaml_with_lines(path)
+        parsed = load_yaml_with_lines(path)
     except SourceError as exc:
         raise EvalFileError(str(exc)) from None
+    data, lines = parsed.data, parsed.lines
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
     if is_current_format(data):
@@ -84,7 +89,7 @@ def load_eval(path: Path) -> LoadedEval:
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
     try:
-        spec = EvalFile.model_validate(data)
+        spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
     tests_file = None
@@ -96,14 +101,17 @@ def load_eval(path: Path) -> LoadedEval:
             case.input_files = [str((path.parent / f).resolve()) for f in case.input_files]
         _check_unique_ids(path, tests, lines, ("tests",))
     else:
-        tests_file, tests, tests_lines = _load_tests_file(path, spec.tests)
+        tests_file, tests, tests_lines = _load_tests_file(
+            path, spec.tests, f"{path}:{lines.get(('tests',), 1)}: tests", warnings
+        )
+    tests_at = f"{path}:{lines.get(('tests',), 1)}: tests"
     if not tests:
-        raise EvalFileError(f"{path}: the eval file has no tests")
+        raise EvalFileError(f"{tests_at}: the eval file has no tests")
     if not spec.graders:
         ungraded = list(islice((case.id for case in tests if not case.graders), 5))
         if ungraded:
             raise EvalFileError(
-                f"{path}: tests without graders: {', '.join(ungraded)} "
+                f"{tests_at}: tests without graders: {', '.join(ungraded)} "
                 "(add suite-level 'graders:' or per-test 'graders:')"
             )
     return LoadedEval(
@@ -114,6 +122,7 @@ def load_eval(path: Path) -> LoadedEval:
         tests_file=tests_file,
         tests_lines=tests_lines,
         deprecations=_located_list(path, notes, lines),
+        warnings=warnings,
     )
 
 
@@ -204,8 +213,8 @@ def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCas
     """One line of a JSONL tests file as a case, or None and what is wrong with it."""
     lines = {(index,): lineno}
     item = normalize_case(item, (index,), lines)
-    try:
-        case = TestCase.model_validate(item)
+    try:  # JSON's numbers are typed: `"id": 7` is the text "7" (no warning to give)
+        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, []), path)
     except ValidationError as exc:
         sub = {k[1:]: v for k, v in lines.items() if k[:1] == (index,)}
         return None, _prefix_index(validation_error_message(path, exc, sub, TestCase), index)
@@ -259,20 +268,26 @@ def _check_unique_jsonl_ids(path: Path, hashes: set[int]) -> None:
 
 
 def _load_tests_file(
-    eval_path: Path, ref: str
+    eval_path: Path, ref: str, where: str, warnings: list[str]
 ) -> tuple[Path, Sequence[TestCase], LineMap | JsonlLines]:
+    """``where``: ``file:line: tests``, the key that names the tests file."""
     path = eval_path.parent / ref
-    if not path.is_file():
-        raise EvalFileError(f"{eval_path}: tests file not found: {ref}")
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a name too long for the file system, say
+        raise EvalFileError(f"{where}: cannot read the tests file: {exc.strerror}") from None
+    if not found:
+        raise EvalFileError(f"{where}: tests file not found: {ref}")
     if path.suffix == ".jsonl":
         return (path, *_check_jsonl_tests(path))
     try:
-        items, lines = load_yaml_with_lines(path)
-        if isinstance(items, dict) and "tests" in items:
-            items = items["tests"]
-            lines = {k[1:]: v for k, v in lines.items() if k[:1] == ("tests",)}
+        parsed = load_yaml_with_lines(path)
     except SourceError as exc:
         raise EvalFileError(str(exc)) from None
+    items, lines, at = parsed.data, parsed.lines, ()
+    if isinstance(items, dict) and "tests" in items:
+        items, at = items["tests"], ("tests",)
+        lines = {k[1:]: v for k, v in lines.items() if k[:1] == at}
     if not isinstance(items, list):
         raise EvalFileError(f"{path}:1: expected a list of tests")
     cases: list[TestCase] = []
@@ -280,11 +295,14 @@ def _load_tests_file(
     for i, item in enumerate(items):
         item = normalize_case(item, (i,), lines)
         try:
-            case = TestCase.model_validate(item)
+            case, found = validate_keeping_text(
+                TestCase, item, parsed, path, (*at, i), ("tests", i)
+            )
         except ValidationError as exc:
             sub = {k[1:]: v for k, v in lines.items() if k[:1] == (i,)}
             problems.append(_prefix_index(validation_error_message(path, exc, sub, TestCase), i))
             continue
+        warnings += found
         case._line, case._index = lines.get((i,)), i
         cases.append(case)
     if problems:

@@ -85,8 +85,8 @@ class GraderSpec(BaseModel):
     #: ``process``: one process per case; ``serve``: long-lived processes, one case per line
     #: (docs/grader-protocol.md). Unset: ``serve`` for the built-in graders, else ``process``.
     mode: Literal["process", "serve"] | None = None
-    # deterministic graders
-    value: Any = None
+    # deterministic graders: `value` is text (docs/eval-files.md, "YAML values")
+    value: str | list[str] | None = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")
     negate: bool = False
 
@@ -94,6 +94,19 @@ class GraderSpec(BaseModel):
     @classmethod
     def _known_type(cls, value: str) -> str:
         return normalize_type(value)
+
+    @field_validator("command")
+    @classmethod
+    def _splits(cls, value: list[str] | str | None) -> list[str] | str | None:
+        """A command written as one string must split into arguments (``argv``)."""
+        if isinstance(value, str):
+            import shlex
+
+            try:
+                shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"cannot split the command into arguments: {exc}") from None
+        return value
 
     @model_validator(mode="after")
     def _check_required(self) -> GraderSpec:
@@ -170,11 +183,6 @@ class TestCase(BaseModel):
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
     _index: int = PrivateAttr(default=0)
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
 
     @property
     def line(self) -> int | None:

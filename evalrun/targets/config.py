@@ -7,9 +7,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+if TYPE_CHECKING:
+    from evalrun.yamlsource import LineMap
 
 from evalrun.targets.base import ConfigError
 
@@ -196,28 +199,132 @@ def find_targets_file(
     return locate_targets_file(explicit, eval_dir, cwd).path
 
 
+#: keys every kind accepts beyond the common model's fields (docs/targets.md)
+COMMON_EXTRAS: dict[str, Any] = {"cache": bool}
+
+
 def load_targets(path: Path | None) -> TargetsFile:
-    """Load a targets file (or none) and add the built-in targets it does not redefine."""
-    from evalrun.targets.registry import kind_of  # the registry reads this module's types
-    from evalrun.yamlsource import load_yaml_with_lines, validation_error_message
+    """Load a targets file (or none) and add the built-in targets it does not redefine. The file
+    is checked strictly (docs/targets.md): every problem is reported at once as
+    ``file:line: key: message``."""
+    from evalrun.yamlsource import (
+        load_yaml_with_lines,
+        validate_keeping_text,
+        validation_error_message,
+    )
 
     targets: list[dict[str, Any]] = []
     if path is not None:
-        data, lines = load_yaml_with_lines(path)
-        if data is None:
-            data = {}
+        parsed = load_yaml_with_lines(path)
+        data = {} if parsed.data is None else parsed.data
         if not isinstance(data, dict):
-            raise ConfigError(f"{path}: expected a mapping with a 'targets:' list")
+            raise ConfigError(f"{path}:1: expected a mapping with a 'targets:' list")
         try:
-            parsed = TargetsFile.model_validate(data)
-        except Exception as exc:  # pydantic.ValidationError
-            raise ConfigError(validation_error_message(path, exc, lines, TargetsFile)) from None
-        for target in parsed.targets:
-            try:
-                kind_of(target)
-            except ConfigError as exc:
-                raise ConfigError(f"{path}: {exc}") from None
-        targets = [t.model_dump(exclude_unset=True) for t in parsed.targets]
+            loaded, _ = validate_keeping_text(TargetsFile, data, parsed, path)
+        except ValidationError as exc:
+            raise ConfigError(
+                validation_error_message(path, exc, parsed.lines, TargetsFile)
+            ) from None
+        problems = _problems(loaded, parsed.lines)
+        if problems:
+            problems.sort(key=lambda item: item[0])
+            raise ConfigError("\n".join(f"{path}:{line}: {text}" for line, text in problems))
+        targets = [t.model_dump(exclude_unset=True) for t in loaded.targets]
     defined = {t["name"] for t in targets}
     targets += [t for t in BUILTIN_TARGETS if t["name"] not in defined]
     return TargetsFile.model_validate({"targets": targets})
+
+
+def _problems(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
+    """(line, ``key: message``) of each target's unknown or mistyped key, missing required key,
+    repeated name, and judge panel that includes itself."""
+    from evalrun.suggest import did_you_mean
+    from evalrun.targets.registry import kinds
+    from evalrun.yamlsource import format_loc, line_for
+
+    problems: list[tuple[int, str]] = []
+    first: dict[str, int] = {}
+    for i, target in enumerate(loaded.targets):
+        here = ("targets", i)
+        line = lines.get(here, 0)
+        if target.name in first:
+            problems.append(
+                (
+                    line,
+                    f"{format_loc((*here, 'name'))}: target '{target.name}' is defined twice "
+                    f"(first on line {lines.get(('targets', first[target.name]), 0)})",
+                )
+            )
+        first.setdefault(target.name, i)
+        kind = kinds().get(target.kind)
+        if kind is None:
+            problems.append(
+                (
+                    line_for(lines, (*here, "kind")) or line,
+                    f"{format_loc((*here, 'kind'))}: target '{target.name}' has unknown kind "
+                    f"'{target.kind}'"
+                    f"{did_you_mean(target.kind, kinds())} (known kinds: {', '.join(kinds())})",
+                )
+            )
+            continue
+        own = {**COMMON_EXTRAS, **kind.keys}
+        for key, value in (target.model_extra or {}).items():
+            at = (line_for(lines, (*here, key)) or line, format_loc((*here, key)))
+            if key not in own:
+                known = [*TargetConfig.model_fields, *own]
+                problems.append(
+                    (
+                        at[0],
+                        f"{at[1]}: unknown key '{key}' for kind {kind.name}"
+                        f"{did_you_mean(key, known)}",
+                    )
+                )
+                continue
+            try:
+                TypeAdapter(own[key]).validate_python(value)
+            except ValidationError as exc:
+                problems.append((at[0], f"{at[1]}: {exc.errors()[0]['msg']}"))
+        problems += [
+            (line, f"{format_loc(here)}: target '{target.name}' (kind {kind.name}) needs '{key}'")
+            for key in kind.requires
+            if getattr(target, key) is None
+        ]
+    problems += _panel_loops(loaded, lines)
+    return problems
+
+
+def _listed(value: Any) -> list[Any]:
+    """A list's items; another type is reported by the check of the kind's keys."""
+    return value if isinstance(value, list) else []
+
+
+def _panel_loops(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
+    """A judge panel that is its own member, directly or through other panels, would call
+    itself for ever (docs/judges.md)."""
+    members = {
+        t.name: [m for m in _listed(t.extra("members")) if isinstance(m, str)]
+        for t in loaded.targets
+        if t.kind == "panel"
+    }
+    from evalrun.yamlsource import format_loc, line_for
+
+    problems = []
+    for i, target in enumerate(loaded.targets):
+        if target.kind != "panel":
+            continue
+        todo = [(m, [target.name, m]) for m in members[target.name]]
+        while todo:
+            name, trail = todo.pop()
+            if name == target.name:
+                where = ("targets", i, "members")
+                problems.append(
+                    (
+                        line_for(lines, where) or 0,
+                        f"{format_loc(where)}: panel '{target.name}' includes itself "
+                        f"({' -> '.join(trail)})",
+                    )
+                )
+                break
+            if len(trail) <= len(members):
+                todo += [(m, [*trail, m]) for m in members.get(name, [])]
+    return problems

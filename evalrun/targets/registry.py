@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from evalrun.targets.base import ConfigError, Target, TargetError
 from evalrun.targets.extras import install_hint
@@ -58,6 +58,10 @@ class Kind:
     tools: bool = False
     #: imports and returns the provider class (None for a composite kind)
     load: Callable[[], ProviderClass] | None = None
+    #: its own keys in targets.yaml and their types; any other key is refused (docs/targets.md)
+    keys: Mapping[str, Any] = field(default_factory=dict)
+    #: keys of the common model a target of this kind must set
+    requires: tuple[str, ...] = ()
 
     def missing_extra(self, config: TargetConfig) -> str | None:
         """Why ``config`` cannot be built here (its extra is not installed), or None."""
@@ -81,6 +85,8 @@ def provider(
     cached: bool = True,
     typed_only: bool = False,
     tools: bool = False,
+    keys: Mapping[str, Any] | None = None,
+    requires: tuple[str, ...] = (),
 ) -> Callable[[Callable[[], ProviderClass]], Callable[[], ProviderClass]]:
     """Register kind ``name``: the decorated function imports and returns its provider class,
     which is built as ``cls(config, api_key)`` and wrapped in a ManagedTarget by the pool."""
@@ -90,19 +96,30 @@ def provider(
             return load()(context.config, context.api_key)
 
         _add(
-            Kind(name, build, extra, modules, cached, typed_only=typed_only, tools=tools, load=load)
+            Kind(
+                name,
+                build,
+                extra,
+                modules,
+                cached,
+                typed_only=typed_only,
+                tools=tools,
+                load=load,
+                keys=keys or {},
+                requires=requires,
+            )
         )
         return load
 
     return register
 
 
-def composite(name: str) -> Callable[[Factory], Factory]:
+def composite(name: str, keys: Mapping[str, Any] | None = None) -> Callable[[Factory], Factory]:
     """Register kind ``name`` as built from other targets of the pool (a judge panel): the
     factory gets the context, and what it returns is not wrapped again."""
 
     def register(factory: Factory) -> Factory:
-        _add(Kind(name, factory, managed=False))
+        _add(Kind(name, factory, managed=False, keys=keys or {}))
         return factory
 
     return register

@@ -9,39 +9,53 @@ core (``panel.py``); adding a kind is a module plus one loader here (docs/archit
 
 from __future__ import annotations
 
+from typing import Any
+
 from evalrun.targets.base import Target
 from evalrun.targets.registry import ProviderClass, ProviderContext, composite, provider
 
 
-@provider("openai", tools=True)
+@provider("openai", tools=True, keys={"max_tokens_field": str}, requires=("model",))
 def openai() -> ProviderClass:
     from evalrun.targets.providers.openai import OpenAITarget
 
     return OpenAITarget
 
 
-@provider("azure", tools=True)
+@provider("azure", tools=True, keys={"endpoint": str, "deployment": str, "api_version": str})
 def azure() -> ProviderClass:
     from evalrun.targets.providers.azure import AzureOpenAITarget
 
     return AzureOpenAITarget
 
 
-@provider("anthropic", tools=True)
+@provider(
+    "anthropic",
+    tools=True,
+    keys={"api_version": str, "auth_scheme": str},
+    requires=("model",),
+)
 def anthropic() -> ProviderClass:
     from evalrun.targets.providers.anthropic import AnthropicTarget
 
     return AnthropicTarget
 
 
-@provider("gemini", tools=True)
+@provider("gemini", tools=True, keys={"api_version": str}, requires=("model",))
 def gemini() -> ProviderClass:
     from evalrun.targets.providers.gemini import GeminiTarget
 
     return GeminiTarget
 
 
-@provider("litellm", extra="litellm", modules=("litellm",), tools=True)
+@provider(
+    "litellm",
+    extra="litellm",
+    modules=("litellm",),
+    tools=True,
+    keys={"litellm_params": dict[str, Any]},
+    requires=("model",),
+)
 def litellm() -> ProviderClass:
     from evalrun.targets.providers.litellm import LiteLLMTarget
 
@@ -49,7 +63,11 @@ def litellm() -> ProviderClass:
 
 
 #: a CLI agent's answer depends on its working tree, not only on the request
-@provider("cli", cached=False)
+@provider(
+    "cli",
+    cached=False,
+    keys={"command": str | list[str | int | float], "env": dict[str, Any], "cwd": str},
+)
 def cli() -> ProviderClass:
     from evalrun.targets.providers.cli import CliTarget
 
@@ -71,7 +89,7 @@ def local() -> ProviderClass:
     return LocalTarget
 
 
-@composite("panel")
+@composite("panel", keys={"members": list[str], "min_agreement": float})
 def panel(context: ProviderContext) -> Target:
     """Members are the pool's own managed targets (docs/judges.md)."""
     from evalrun.targets.panel import PanelTarget

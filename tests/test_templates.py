@@ -156,18 +156,19 @@ def test_only_agentv_templates_render_and_raw_keeps_braces(tmp_path: Path) -> No
             """,
             ":3: prompts[0]: '{{ name }}' names no var (vars: nick) (test 'lacks')",
         ),
-        (
+        (  # two prompts make four cases of two tests: the line is the second test's own
             """
             providers: sut
-            prompts: ["{{ input }}"]
+            prompts: ["{{ input }}", "Answer: {{ input }}"]
             tests:
+              - {id: fine, vars: {input: hi}, assert: [{type: contains, value: hi}]}
               - id: t
                 vars:
                   input: "Hi {{ person.nmae }}"
                   person: {name: Ada}
                 assert: [{type: contains, value: Ada}]
             """,
-            ':7: tests[0].vars.input: {"name": "Ada"} has no key \'nmae\'',
+            ':8: tests[1].vars.input: {"name": "Ada"} has no key \'nmae\'',
         ),
         (
             """

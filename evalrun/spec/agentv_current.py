@@ -29,11 +29,14 @@ _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-g
 
 
 class CurrentFormatError(Exception):
-    """Problems found while mapping, each with the path of the key it is about."""
+    """Problems found while mapping, each with the path of the key it is about in the file as
+    written, and ``lines``, the file's line map as parsed, to find them with (the mapping has
+    moved keys, such as a test's, in the map it was given)."""
 
-    def __init__(self, problems: list[tuple[tuple[Any, ...], str]]) -> None:
+    def __init__(self, problems: list[tuple[tuple[Any, ...], str]], lines: LineMap) -> None:
         super().__init__("; ".join(message for _, message in problems))
         self.problems = problems
+        self.lines = lines
 
 
 @dataclass
@@ -113,7 +116,7 @@ def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> di
     elif isinstance(tests, list):
         data["tests"] = _map_tests(m, tests, prompts, default_vars)
     if m.problems:
-        raise CurrentFormatError(m.problems)
+        raise CurrentFormatError(m.problems, m.source)
     return data
 
 
@@ -291,7 +294,7 @@ def _map_test(
     base_id = str(test.get("id") or f"test-{old[1] + 1}")
     case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else base_id
     if prompt is not None and "input" not in case:
-        case["input"] = _render_prompt(m, prompt, vars_, prompt.path, case["id"])
+        case["input"] = _render_prompt(m, prompt, vars_, prompt.path, base_id)
         m.copy_lines(
             (*old, "vars", "input") if "input" in vars_ else (*old, "vars"), (*new, "input")
         )

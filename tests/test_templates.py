@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.templates import TemplateProblem, render
 from tests.conftest import read_bundle, run_cli
 
 #: A mock target that says which prompt it was sent: only the fully rendered one matches.
@@ -203,3 +204,20 @@ def test_validate_refuses_a_template_it_cannot_render(
     assert result.returncode == 2
     assert f"{path}{expected}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{ "ab" * 3000000 }}',
+        "{{ [0] * 5000000 }}",
+        "{{ 2 ** 14000000 }}",
+        "{% for i in range(100000) %}{% for j in range(5) %}xxxxxxxxxx{% endfor %}{% endfor %}",
+    ],
+    ids=["repeated-text", "repeated-list", "power", "nested-loops"],
+)
+def test_a_template_cannot_build_text_over_the_limit(template: str) -> None:
+    """The limit is the eval file's own (docs/eval-files.md, "Limits"): a template is refused
+    before it builds more, so ``validate`` cannot be made to exhaust memory."""
+    with pytest.raises(TemplateProblem, match="over the 4194304-character limit"):
+        render(template, {})

@@ -18,11 +18,17 @@ from types import TracebackType
 from typing import Any
 
 from jinja2 import StrictUndefined, Template, TemplateSyntaxError, Undefined, nodes
-from jinja2.exceptions import UndefinedError
+from jinja2.exceptions import SecurityError, UndefinedError
+from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import missing
 
 from evalrun.suggest import did_you_mean
+from evalrun.yamlsource import MAX_YAML_BYTES
+
+#: A rendered template is at most as long as an eval file may be (docs/eval-files.md, "Limits"),
+#: so a template cannot make ``validate`` build a value that exhausts memory.
+MAX_RENDERED = MAX_YAML_BYTES
 
 
 class TemplateProblem(ValueError):
@@ -67,6 +73,17 @@ def _dump(value: Any, indent: int | str | None = None) -> str:
 
 
 class _Environment(SandboxedEnvironment):
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Context, operator: str, left: Any, right: Any) -> Any:
+        """``'ab' * n`` and ``a ** b`` are refused before Python builds a result longer than
+        :data:`MAX_RENDERED`."""
+        if _size_bound(operator, left, right) > MAX_RENDERED:
+            raise SecurityError(
+                f"'{operator}' would make a value over the {MAX_RENDERED}-character limit"
+            )
+        return super().call_binop(context, operator, left, right)
+
     def getattr(self, obj: Any, attribute: str) -> Any:
         """``a.b`` is key ``b`` of a mapping first, as on a JavaScript object: a var
         ``order: {items: [...]}`` gives ``{{ order.items }}`` its list, not ``dict.items``."""
@@ -107,6 +124,18 @@ def _environment() -> _Environment:
     return env
 
 
+def _size_bound(operator: str, left: Any, right: Any) -> int:
+    """An upper bound on the length of ``left <operator> right`` (items, characters or digits)."""
+    if operator == "**":
+        if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+            return right * abs(left).bit_length() // 3  # a decimal digit holds over 3 bits
+        return 0
+    for sequence, count in ((left, right), (right, left)):
+        if isinstance(sequence, (str, list, tuple)) and isinstance(count, int):
+            return len(sequence) * count
+    return 0
+
+
 _ENV = _environment()
 _WHOLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 
@@ -115,7 +144,14 @@ def render(source: str, vars_: Mapping[str, Any]) -> str:
     """``source`` rendered with ``vars_`` (each by its name and as ``vars.NAME``)."""
     template = _compiled(source)
     try:
-        return template.render(_context(vars_))
+        pieces: list[str] = []
+        size = 0
+        for piece in template.generate(_context(vars_)):
+            size += len(piece)
+            if size > MAX_RENDERED:
+                raise SecurityError(f"the text is over the {MAX_RENDERED}-character limit")
+            pieces.append(piece)
+        return "".join(pieces)
     # The template is the eval file's code: whatever it raises is a problem with the file.
     except Exception as exc:
         message = str(exc) if isinstance(exc, UndefinedError) else f"cannot render: {exc}"

@@ -124,6 +124,8 @@ def test_validate_refuses_an_invalid_regex_and_an_unusable_schema(tmp_path: Path
                   - type: json-schema
                     schema:
                       properties: {x: {$ref: "#/$defs/missing"}}
+                  - type: json-schema
+                    schema: {$schema: "https://json-schema.org/draft/2030-01/schema"}
             """
         )
     )
@@ -137,4 +139,6 @@ def test_validate_refuses_an_invalid_regex_and_an_unusable_schema(tmp_path: Path
     assert "not a valid JSON Schema (draft2020-12): $.type: 'objekt' is not valid" in result.stderr
     assert f"{path}:12: tests[0].graders[0].schema: " in result.stderr
     assert "$ref '#/$defs/missing' points to nothing in the schema" in result.stderr
+    assert f"{path}:15: tests[0].graders[1].schema: " in result.stderr
+    assert "unknown $schema 'https://json-schema.org/draft/2030-01/schema'" in result.stderr
     assert "Traceback" not in result.stderr

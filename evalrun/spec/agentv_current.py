@@ -22,7 +22,6 @@ from evalrun.yamlsource import LineMap
 CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults")
 CURRENT_TEST_KEYS = ("vars", "assert")
 
-
 #: AgentV assertion type -> (evalrun grader type, extra keys); see _map_assertion.
 _SAME_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "script", "llm-rubric")
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}

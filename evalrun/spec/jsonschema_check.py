@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator, validators
@@ -27,12 +26,21 @@ if TYPE_CHECKING:
 #: how much of an offending value a reason quotes: every error is named, none floods the report
 _SHOWN = 200
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KNOWN_DRAFTS = (
+    "https://json-schema.org/draft/2020-12/schema, .../draft/2019-09/schema, "
+    "or http://json-schema.org/draft-07/schema# (-06, -04, -03)"
+)
 
 
 def schema_problem(schema: dict[str, Any]) -> str | None:
-    """What makes ``schema`` unusable, or None: a keyword its draft does not allow, or a
-    ``$ref`` that resolves to nothing in the schema (evalrun fetches no remote schemas)."""
-    cls = validators.validator_for(schema, default=Draft202012Validator)
+    """What makes ``schema`` unusable, or None: a ``$schema`` that names no draft (it would be
+    read as another draft), a keyword its draft does not allow, or a ``$ref`` that resolves to
+    nothing in the schema (evalrun fetches no remote schemas)."""
+    dialect = schema.get("$schema")
+    known = isinstance(dialect, str) and validators.validator_for(schema, default=None) is not None
+    if dialect is not None and not known:
+        return f"unknown $schema {dialect!r}: name a draft's meta-schema URI ({_KNOWN_DRAFTS})"
+    cls = _validator_class(schema)
     specification = specification_with(cls.ID_OF(cls.META_SCHEMA))
     try:
         cls.check_schema(schema)
@@ -71,15 +79,13 @@ def output_errors(document: Any, schema: dict[str, Any]) -> list[str]:
     """Every way ``document`` breaks ``schema``, each as ``$.path: message``, in schema order."""
     return [
         f"{json_path(error.absolute_path)}: {_shorten(error.message)}"
-        for error in _validator(json.dumps(schema)).iter_errors(document)
+        for error in _validator_class(schema)(schema).iter_errors(document)
     ]
 
 
-@lru_cache(maxsize=64)
-def _validator(schema_text: str) -> Validator:
-    """One validator per distinct schema, built once however many cases share it."""
-    schema = json.loads(schema_text)
-    return validators.validator_for(schema, default=Draft202012Validator)(schema)
+def _validator_class(schema: dict[str, Any]) -> type[Validator]:
+    """The draft ``$schema`` names, else 2020-12."""
+    return validators.validator_for(schema, default=Draft202012Validator)
 
 
 def json_path(parts: Iterable[str | int]) -> str:

@@ -22,20 +22,20 @@ from evalrun.yamlsource import LineMap
 CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults")
 CURRENT_TEST_KEYS = ("vars", "assert")
 
-_PLACEHOLDER = re.compile(r"\{\{\s*(.+?)\s*\}\}")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_0-9]+)*")
-
 #: AgentV assertion type -> (evalrun grader type, extra keys); see _map_assertion.
 _SAME_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "script", "llm-rubric")
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
 
 
 class CurrentFormatError(Exception):
-    """Problems found while mapping, each with the path of the key it is about."""
+    """Problems found while mapping, each with the path of the key it is about in the file as
+    written, and ``lines``, the file's line map as parsed, to find them with (the mapping has
+    moved keys, such as a test's, in the map it was given)."""
 
-    def __init__(self, problems: list[tuple[tuple[Any, ...], str]]) -> None:
+    def __init__(self, problems: list[tuple[tuple[Any, ...], str]], lines: LineMap) -> None:
         super().__init__("; ".join(message for _, message in problems))
         self.problems = problems
+        self.lines = lines
 
 
 @dataclass
@@ -126,7 +126,7 @@ def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> di
     elif isinstance(tests, list):
         data["tests"] = _map_tests(m, tests, prompts, default_vars)
     if m.problems:
-        raise CurrentFormatError(m.problems)
+        raise CurrentFormatError(m.problems, m.source)
     return data
 
 
@@ -304,7 +304,7 @@ def _map_test(
     base_id = str(test.get("id") or f"test-{old[1] + 1}")
     case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else base_id
     if prompt is not None and "input" not in case:
-        case["input"] = _render_prompt(m, prompt, vars_, prompt.path)
+        case["input"] = _render_prompt(m, prompt, vars_, prompt.path, base_id)
         m.copy_lines(
             (*old, "vars", "input") if "input" in vars_ else (*old, "vars"), (*new, "input")
         )
@@ -459,63 +459,52 @@ def _script(m: _Mapping, grader: dict[str, Any], path: tuple[Any, ...]) -> None:
         grader["timeout"] = value / 1000 if isinstance(value, (int, float)) else value
 
 
-# --- templating ----------------------------------------------------------------------------------
+# --- templating: every template goes through evalrun/spec/templates.py ------------------------
 
 
-def _lookup(vars_: dict[str, Any], expression: str) -> tuple[bool, Any]:
-    name = expression.split("|", 1)[0].strip()
-    if not _NAME.fullmatch(name):
-        return False, None
-    parts = name.split(".")
-    if parts[0] == "vars" and len(parts) > 1 and parts[1] in vars_:
-        parts = parts[1:]
-    value: Any = vars_
-    for part in parts:
-        if isinstance(value, dict) and part in value:
-            value = value[part]
-        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        else:
-            return False, None
-    return True, value
+def _render(
+    m: _Mapping,
+    template: str,
+    vars_: dict[str, Any],
+    path: tuple[Any, ...],
+    test_id: str | None = None,
+) -> str:
+    """``template`` rendered with the test's vars; a problem is reported at ``path``, naming
+    ``test_id`` when that test's vars cause it (a prompt is shared by every test), and the text
+    is kept, so the mapping goes on to find the file's other problems."""
+    from evalrun.spec import templates  # Jinja: imported only for files in this format
+
+    try:
+        return templates.render(template, vars_)
+    except templates.TemplateProblem as exc:
+        named = test_id is not None and exc.from_vars
+        m.problem(path, f"{exc} (test '{test_id}')" if named else str(exc))
+        return template
 
 
-def _as_text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _render(m: _Mapping, template: str, vars_: dict[str, Any], path: tuple[Any, ...]) -> str:
-    """``{{ name }}`` / ``{{ vars.a.b }}`` filled from vars in one pass; an unknown name is an
-    error (listing the vars there are), never an empty string."""
-
-    def fill(match: re.Match[str]) -> str:
-        found, value = _lookup(vars_, match.group(1))
-        if not found:
-            known = ", ".join(sorted(vars_)) or "none"
-            m.problem(path, f"'{{{{ {match.group(1)} }}}}' names no var (vars: {known})")
-            return match.group(0)
-        return _as_text(value)
-
-    return _PLACEHOLDER.sub(fill, template)
-
-
-def _render_value(m: _Mapping, value: Any, vars_: dict[str, Any], path: tuple[Any, ...]) -> Any:
+def _render_value(
+    m: _Mapping,
+    value: Any,
+    vars_: dict[str, Any],
+    path: tuple[Any, ...],
+    test_id: str | None = None,
+) -> Any:
     if isinstance(value, str):
-        whole = _PLACEHOLDER.fullmatch(value.strip())
-        if whole:
-            found, inner = _lookup(vars_, whole.group(1))
-            if found and not isinstance(inner, str):
-                return inner
-        return _render(m, value, vars_, path)
+        from evalrun.spec import templates
+
+        whole, inner = templates.value_of(value, vars_)
+        if whole and not isinstance(inner, str):
+            return inner
+        return _render(m, value, vars_, path, test_id)
     if isinstance(value, list):
-        return [_render_value(m, v, vars_, path) for v in value]
+        return [_render_value(m, v, vars_, path, test_id) for v in value]
     if isinstance(value, dict):
-        return {k: _render_value(m, v, vars_, path) for k, v in value.items()}
+        return {k: _render_value(m, v, vars_, path, test_id) for k, v in value.items()}
     return value
 
 
 def _render_prompt(
-    m: _Mapping, prompt: Prompt, vars_: dict[str, Any], path: tuple[Any, ...]
+    m: _Mapping, prompt: Prompt, vars_: dict[str, Any], path: tuple[Any, ...], test_id: str
 ) -> Any:
     """A prompt that is exactly ``{{ x }}`` takes ``x`` as it is (a message list stays a list);
     a chat prompt renders each message's content; any other prompt renders to one user message."""
@@ -526,5 +515,5 @@ def _render_prompt(
             with contextlib.suppress(json.JSONDecodeError):
                 template = json.loads(stripped)
     if isinstance(template, list):
-        return [_render_value(m, message, vars_, path) for message in template]
-    return _render_value(m, template, vars_, path)
+        return [_render_value(m, message, vars_, path, test_id) for message in template]
+    return _render_value(m, template, vars_, path, test_id)

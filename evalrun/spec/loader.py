@@ -85,7 +85,7 @@ def load_eval(path: Path) -> LoadedEval:
         try:
             data = map_current_format(data, lines, path.parent)
         except CurrentFormatError as exc:
-            raise EvalFileError(_located(path, exc.problems, lines)) from None
+            raise EvalFileError(_located(path, exc.problems, exc.lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
     try:

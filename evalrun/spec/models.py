@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
 
@@ -106,6 +115,29 @@ class GraderSpec(BaseModel):
                 shlex.split(value)
             except ValueError as exc:
                 raise ValueError(f"cannot split the command into arguments: {exc}") from None
+        return value
+
+    @field_validator("value")
+    @classmethod
+    def _regex_compiles(cls, value: Any, info: ValidationInfo) -> Any:
+        """A pattern that does not compile is refused here, not at every case of the run."""
+        if info.data.get("type") == "regex" and value is not None:
+            try:
+                re.compile(str(value))
+            except re.error as exc:
+                raise ValueError(f"invalid regex {str(value)!r}: {exc}") from None
+        return value
+
+    @field_validator("schema_")
+    @classmethod
+    def _schema_usable(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The schema is checked against its own draft's meta-schema (docs/eval-files.md)."""
+        if value is not None:
+            from evalrun.spec.jsonschema_check import schema_problem  # slow import: only here
+
+            problem = schema_problem(value)
+            if problem is not None:
+                raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -331,3 +331,35 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     cases, summary = read_bundle(out)
     assert [c["status"] for c in cases] == ["passed"] and summary["exit_code"] == 0
     assert sorted(p.name for p in out.iterdir() if "report" in p.name) == []
+
+
+def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path):
+    """A resume grades the errored cases again: their new lines win everywhere (summary.json,
+    the printed table, report.md, the exit code), each (case, repeat) counted once
+    (docs/results.md, "Reading a bundle")."""
+    flag = tmp_path / "crash"
+    grader = f"""
+    import json, os, sys
+    data = json.load(sys.stdin)
+    if data["case_id"] != "given" and os.path.exists({str(flag)!r}):
+        sys.exit(1)
+    print(json.dumps({{"score": 1.0}}))
+    """
+    path = make_eval(tmp_path, SUITE, grader=grader)
+    out = tmp_path / "o"
+    flag.write_text("")
+    first = run_cli(str(path), "--out", str(out), "--repeat", "2")
+    assert first.returncode == 3, first.stderr
+    flag.unlink()
+    resumed = run_cli(str(path), "--resume", str(out), "--repeat", "2")
+    assert len(reader.read_results(out)) == 10  # 6 kept lines + 4 errored ones graded again
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["total"] == 6
+    assert summary["counts"]["passed"] == 6 and summary["counts"]["error"] == 0
+    assert summary["missing"] == 0 and summary["exit_code"] == 0
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "3 cases × 2 repeats = 6 results: 6 passed" in resumed.stdout
+    assert "error" not in resumed.stdout
+    report = (out / "report.md").read_text()
+    assert "| Exit code | 0 |" in report
+    assert "| 3 | 6 | 6 | 0 | 0 | 0 | 1.000 | 100.0% |" in report  # cases, results, passed, ...

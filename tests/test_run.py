@@ -363,3 +363,46 @@ def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path)
     report = (out / "report.md").read_text()
     assert "| Exit code | 0 |" in report
     assert "| 3 | 6 | 6 | 0 | 0 | 0 | 1.000 | 100.0% |" in report  # cases, results, passed, ...
+
+
+SDK_GRADER = """
+from grader_sdk import script_grader
+
+
+@script_grader
+def grade(case):
+    return {"score": 1.0, "reason": "graded by the SDK"}
+"""
+
+
+def test_command_python_is_the_interpreter_evalrun_runs_under(tmp_path):
+    """``venv/bin/evalrun`` run without activating the venv: PATH's python (here a shim that
+    fails as one without grader_sdk would) is not the one a ``[python, ...]`` grader gets; an
+    explicit path to an interpreter opts out (docs/eval-files.md, "Which python")."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python", "python3"):
+        shim = bin_dir / name
+        shim.write_text("#!/bin/sh\necho \"No module named 'grader_sdk'\" >&2\nexit 1\n")
+        shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    body = """
+    graders:
+      - name: plain
+        command: [python, judge_grader.py]
+      - name: three
+        command: [python3, judge_grader.py]
+    tests:
+      - {id: one, input: q, output: a}
+    """
+    path = make_eval(tmp_path, body, grader=SDK_GRADER)
+    result = run_cli(str(path), "--out", str(tmp_path / "o"), env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (case,) = reader.read_results(tmp_path / "o")
+    assert [(g.name, g.status) for g in case.graders] == [("plain", "passed"), ("three", "passed")]
+    # a path names the interpreter: evalrun runs that one (the shim, which fails)
+    path.write_text(textwrap.dedent(body).replace("[python,", f"[{bin_dir / 'python'},"))
+    result = run_cli(str(path), "--out", str(tmp_path / "p"), "--max-errors", "1", env=env)
+    (case,) = reader.read_results(tmp_path / "p")
+    assert case.graders[0].status == "error" and "grader_sdk" in case.graders[0].stderr_tail
+    assert case.graders[1].status == "passed"

@@ -406,3 +406,29 @@ def test_command_python_is_the_interpreter_evalrun_runs_under(tmp_path):
     (case,) = reader.read_results(tmp_path / "p")
     assert case.graders[0].status == "error" and "grader_sdk" in case.graders[0].stderr_tail
     assert case.graders[1].status == "passed"
+
+
+def test_an_option_given_twice_is_a_usage_error_never_last_wins(tmp_path):
+    """--target a --target b would run b alone without a word; it says why it cannot be both
+    (docs/results.md, exit 2). The same for every option that takes one value."""
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "o"
+    twice = run_cli(str(path), "--target", "sut", "--target", "judge", "--out", str(out))
+    assert twice.returncode == 2, twice.stdout + twice.stderr
+    assert "--target was given 2 times" in twice.stderr
+    assert "one target per run; the targets-by-cases matrix is not built yet" in twice.stderr
+    assert not out.exists()  # nothing ran
+    judges = run_cli(str(path), "--judge", "judge", "--judge", "sut", "--out", str(out))
+    assert judges.returncode == 2 and "--judge was given 2 times" in judges.stderr
+    assert "one judge per run" in judges.stderr
+    for option, a, b in [("--workers", "1", "2"), ("-w", "1", "2"), ("--sandbox", "none", "auto")]:
+        again = run_cli(str(path), option, a, "--out", str(out), option, b)
+        assert again.returncode == 2, (option, again.stderr)
+        assert "was given 2 times" in again.stderr and "it takes one value" in again.stderr
+    mixed = run_cli(str(path), "--workers", "1", "-w", "2", "--out", str(out))
+    assert mixed.returncode == 2 and "--workers was given 2 times" in mixed.stderr
+    seeds = run_cli("compare", str(out), str(out), "--seed", "1", "--seed", "2")
+    assert seeds.returncode == 2 and "--seed was given 2 times" in seeds.stderr
+    # repeatable options and flags (nothing lost by a repeat) still work
+    fine = run_cli(str(path), "-q", "-q", "-f", "france", "-f", "spain", "--out", str(out))
+    assert fine.returncode == 1, fine.stderr  # spain fails its judge, as in the suite

@@ -124,7 +124,13 @@ def test_readme_grader_scores_offline_with_mock_and_in_grader_check(tmp_path: Pa
         assert (case["status"], case["score"]) == ("passed", 1.0), (where, case)
         assert case["graders"][0]["reason"] == "yes"
     check = run_cli(
-        "grader", "check", "--cwd", str(tmp_path), "--", "python", "graders/my_grader.py",
+        "grader",
+        "check",
+        "--cwd",
+        str(tmp_path),
+        "--",
+        "python",
+        "graders/my_grader.py",
         env={**os.environ, "COLUMNS": "200"},
     )
     assert check.returncode == 0, check.stdout + check.stderr

@@ -8,7 +8,6 @@ import re
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TokenUsage
 from evalrun.targets.config import ConfigError, TargetConfig
 
-
 #: A prompt that asks to answer yes or no: "Answer yes or no.", "Reply with 'yes' or 'no'",
 #: "respond yes/no" (docs/targets.md, "mock").
 YES_NO_QUESTION = re.compile(

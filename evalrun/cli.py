@@ -113,6 +113,61 @@ def tidy_help(command: Any, ctx: Any) -> None:
         tidy_help(sub, type(ctx)(sub, info_name=name, parent=ctx))
 
 
+def _why_one_value(name: str | None) -> str:
+    """Why an option takes one value, where "it takes one value" is not the whole story."""
+    if name == "target":
+        from evalrun.spec.agentv_current import ONE_TARGET  # only when refusing
+
+        return f"{ONE_TARGET} (run the file once per target)"
+    if name == "judge":
+        return "one judge per run; for a panel give the eval file `judge: [a, b]` (docs/judges.md)"
+    return "it takes one value"
+
+
+def refuse_repeats(command: Any) -> None:
+    """An option that takes one value, given twice, is a usage error (exit 2), never the last
+    one kept without a word as click does (docs/results.md, "Exit codes"). Flags with no
+    opposite (``-q -q``) and repeatable options (``--filter``) are left alone."""
+    make_parser = command.make_parser
+
+    def checked_parser(ctx: Any) -> Any:
+        parser = make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_args(args: list[str]) -> Any:
+            opts, rest, order = parse(args=args)
+            if not ctx.resilient_parsing:
+                _once_each(order)
+            return opts, rest, order
+
+        parser.parse_args = parse_args
+        return parser
+
+    command.make_parser = checked_parser
+    for sub in getattr(command, "commands", {}).values():
+        refuse_repeats(sub)
+
+
+def _once_each(order: list[Any]) -> None:
+    """``order``: the parameters as the parser met them, once per time each was given."""
+    seen = [p for p in order if p.param_type_name == "option" and _one_value(p)]
+    for param in dict.fromkeys(seen):
+        times = seen.count(param)
+        if times > 1:
+            name = max(param.opts, key=len)
+            why = _why_one_value(param.name)
+            typer.echo(f"error: {name} was given {times} times: {why}", err=True)
+            raise typer.Exit(2)  # a usage error: nothing ran (docs/results.md)
+
+
+def _one_value(param: Any) -> bool:
+    """Whether a repeat of the option would lose a value: not repeatable, not a count, and not
+    a flag without an opposite (``--x`` twice says the same thing)."""
+    if param.multiple or param.count:
+        return False
+    return not param.is_flag or bool(param.secondary_opts)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = route(list(sys.argv[1:] if argv is None else argv), set(COMMANDS))
     make_undumpable()
@@ -122,6 +177,7 @@ def main(argv: list[str] | None = None) -> None:
     context_class = getattr(command, "context_class", None)
     if context_class is not None:
         tidy_help(command, context_class(command, info_name="evalrun"))
+    refuse_repeats(command)
     command.main(args=args, prog_name="evalrun")
 
 

@@ -327,3 +327,28 @@ def test_example_eval_files_point_editors_at_the_schema() -> None:
         assert first.startswith("# yaml-language-server: $schema="), path
         target = (path.parent / first.split("$schema=", 1)[1]).resolve()
         assert target == (ROOT / "docs" / "schemas" / "eval.schema.json").resolve(), path
+
+
+def test_more_than_one_provider_is_a_usage_error_not_the_first_one(tmp_path: Path) -> None:
+    """``providers: [a, b]`` asks for a targets-by-cases matrix evalrun does not build: it
+    says so (exit 2) rather than running the first provider alone."""
+    path = write(
+        tmp_path,
+        """
+        description: two providers
+        providers:
+          - sut
+          - {id: "openai:gpt-4o", label: other}
+        tests:
+          - vars: {input: hi}
+            assert: [{type: icontains, value: hi}]
+        """,
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert f"{path}:3: providers: 2 providers (sut, other)" in str(caught.value)
+    assert "one target per run; the targets-by-cases matrix is not built yet" in str(caught.value)
+    result = run_cli(str(path), "--target", "mock", "--out", str(tmp_path / "o"))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "one target per run" in result.stderr
+    assert not (tmp_path / "o").exists()

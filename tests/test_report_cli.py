@@ -124,14 +124,41 @@ def test_compare_cli_fails_on_a_significant_regression(cli: typer.Typer, tmp_pat
     assert data["overall"]["losses"] == 10
     # Without the flag a regression is reported but does not fail.
     assert invoke(cli, "compare", base, worse)[0] == 0
-    # Noise around zero is not significant.
-    noisy = _scored(
-        tmp_path,
-        "noisy",
-        {k: v + (0.1 if i % 2 else -0.1) for i, (k, v) in enumerate(scores.items())},
+    # Noise around zero is not significant (threshold 0: no case leaves passed, so only the
+    # interval speaks; a case that does is a regression of its own, tested below).
+    noisy = write_bundle(
+        tmp_path / "noisy",
+        [
+            case(k, [grader("g", v + (0.1 if i % 2 else -0.1), threshold=0.0), grader("h", 1.0)])
+            for i, (k, v) in enumerate(scores.items())
+        ],
     )
     code, out = invoke(cli, "compare", base, noisy, "--fail-on-regression", "--seed", "4")
     assert code == 0 and "no significant difference" in out
+
+
+def test_compare_fails_on_a_case_that_no_longer_passes(cli: typer.Typer, tmp_path: Path) -> None:
+    """passed -> error (or failed, unscored) is a regression whatever the interval says: one
+    case of twenty cannot move it, and an errored case has no score to pair at all."""
+    scores = {f"c{i:02}": 0.8 for i in range(20)}
+    base = _scored(tmp_path, "base", scores)
+    new_cases = [case(cid, [grader("g", s), grader("h", 1.0)]) for cid, s in scores.items()]
+    new_cases[3] = case("c03", [grader("g", None, status="error"), grader("h", 1.0)])
+    new_cases[7] = case("c07", [grader("g", 0.2), grader("h", 1.0)])
+    new = write_bundle(tmp_path / "new", new_cases)
+    report = tmp_path / "compare.json"
+    code, out = invoke(cli, "compare", base, new, "--fail-on-regression", "--json", report)
+    assert code == 1, out
+    assert "c03: passed -> error" in out and "c07: passed -> failed" in out
+    assert "2 case(s) no longer pass" in out
+    data = json.loads(report.read_text())
+    assert data["regression"] is True and data["overall"]["regression"] is False
+    assert data["status_regressions"] == ["c03", "c07"]
+    assert [c["id"] for c in data["cases"] if c["regression"]] == ["c03", "c07"]
+    assert invoke(cli, "compare", base, new)[0] == 0  # reported, not failed, without the flag
+    # a case that starts to pass, or keeps failing, is no regression
+    code, out = invoke(cli, "compare", new, base, "--fail-on-regression")
+    assert code == 0 and "no longer pass" not in out, out
 
 
 def test_compare_cli_is_deterministic_with_a_seed(cli: typer.Typer, tmp_path: Path) -> None:

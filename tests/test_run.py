@@ -331,3 +331,104 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     cases, summary = read_bundle(out)
     assert [c["status"] for c in cases] == ["passed"] and summary["exit_code"] == 0
     assert sorted(p.name for p in out.iterdir() if "report" in p.name) == []
+
+
+def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path):
+    """A resume grades the errored cases again: their new lines win everywhere (summary.json,
+    the printed table, report.md, the exit code), each (case, repeat) counted once
+    (docs/results.md, "Reading a bundle")."""
+    flag = tmp_path / "crash"
+    grader = f"""
+    import json, os, sys
+    data = json.load(sys.stdin)
+    if data["case_id"] != "given" and os.path.exists({str(flag)!r}):
+        sys.exit(1)
+    print(json.dumps({{"score": 1.0}}))
+    """
+    path = make_eval(tmp_path, SUITE, grader=grader)
+    out = tmp_path / "o"
+    flag.write_text("")
+    first = run_cli(str(path), "--out", str(out), "--repeat", "2")
+    assert first.returncode == 3, first.stderr
+    flag.unlink()
+    resumed = run_cli(str(path), "--resume", str(out), "--repeat", "2")
+    assert len(reader.read_results(out)) == 10  # 6 kept lines + 4 errored ones graded again
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["total"] == 6
+    assert summary["counts"]["passed"] == 6 and summary["counts"]["error"] == 0
+    assert summary["missing"] == 0 and summary["exit_code"] == 0
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "3 cases × 2 repeats = 6 results: 6 passed" in resumed.stdout
+    assert "error" not in resumed.stdout
+    report = (out / "report.md").read_text()
+    assert "| Exit code | 0 |" in report
+    assert "| 3 | 6 | 6 | 0 | 0 | 0 | 1.000 | 100.0% |" in report  # cases, results, passed, ...
+
+
+SDK_GRADER = """
+from grader_sdk import script_grader
+
+
+@script_grader
+def grade(case):
+    return {"score": 1.0, "reason": "graded by the SDK"}
+"""
+
+
+def test_command_python_is_the_interpreter_evalrun_runs_under(tmp_path):
+    """``venv/bin/evalrun`` run without activating the venv: PATH's python (here a shim that
+    fails as one without grader_sdk would) is not the one a ``[python, ...]`` grader gets; an
+    explicit path to an interpreter opts out (docs/eval-files.md, "Which python")."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("python", "python3"):
+        shim = bin_dir / name
+        shim.write_text("#!/bin/sh\necho \"No module named 'grader_sdk'\" >&2\nexit 1\n")
+        shim.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    body = """
+    graders:
+      - name: plain
+        command: [python, judge_grader.py]
+      - name: three
+        command: [python3, judge_grader.py]
+    tests:
+      - {id: one, input: q, output: a}
+    """
+    path = make_eval(tmp_path, body, grader=SDK_GRADER)
+    result = run_cli(str(path), "--out", str(tmp_path / "o"), env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (case,) = reader.read_results(tmp_path / "o")
+    assert [(g.name, g.status) for g in case.graders] == [("plain", "passed"), ("three", "passed")]
+    # a path names the interpreter: evalrun runs that one (the shim, which fails)
+    path.write_text(textwrap.dedent(body).replace("[python,", f"[{bin_dir / 'python'},"))
+    result = run_cli(str(path), "--out", str(tmp_path / "p"), "--max-errors", "1", env=env)
+    (case,) = reader.read_results(tmp_path / "p")
+    assert case.graders[0].status == "error" and "grader_sdk" in case.graders[0].stderr_tail
+    assert case.graders[1].status == "passed"
+
+
+def test_an_option_given_twice_is_a_usage_error_never_last_wins(tmp_path):
+    """--target a --target b would run b alone without a word; it says why it cannot be both
+    (docs/results.md, exit 2). The same for every option that takes one value."""
+    path = make_eval(tmp_path, SUITE)
+    out = tmp_path / "o"
+    twice = run_cli(str(path), "--target", "sut", "--target", "judge", "--out", str(out))
+    assert twice.returncode == 2, twice.stdout + twice.stderr
+    assert "--target was given 2 times" in twice.stderr
+    assert "one target per run; the targets-by-cases matrix is not built yet" in twice.stderr
+    assert not out.exists()  # nothing ran
+    judges = run_cli(str(path), "--judge", "judge", "--judge", "sut", "--out", str(out))
+    assert judges.returncode == 2 and "--judge was given 2 times" in judges.stderr
+    assert "one judge per run" in judges.stderr
+    for option, a, b in [("--workers", "1", "2"), ("-w", "1", "2"), ("--sandbox", "none", "auto")]:
+        again = run_cli(str(path), option, a, "--out", str(out), option, b)
+        assert again.returncode == 2, (option, again.stderr)
+        assert "was given 2 times" in again.stderr and "it takes one value" in again.stderr
+    mixed = run_cli(str(path), "--workers", "1", "-w", "2", "--out", str(out))
+    assert mixed.returncode == 2 and "--workers was given 2 times" in mixed.stderr
+    seeds = run_cli("compare", str(out), str(out), "--seed", "1", "--seed", "2")
+    assert seeds.returncode == 2 and "--seed was given 2 times" in seeds.stderr
+    # repeatable options and flags (nothing lost by a repeat) still work
+    fine = run_cli(str(path), "-q", "-q", "-f", "france", "-f", "spain", "--out", str(out))
+    assert fine.returncode == 1, fine.stderr  # spain fails its judge, as in the suite

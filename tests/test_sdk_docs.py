@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.sdk_helpers import ROOT, FakeProxy, eval_cases, mock_judge, payload_for
 
 DOC = (ROOT / "docs" / "grader-protocol.md").read_text()
@@ -69,12 +71,17 @@ def test_js_sdk_example(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["score"] == pytest.approx(2 / 3)
 
 
-def test_readme_grader_example_abstains_on_what_it_cannot_read(tmp_path: Path) -> None:
+def readme_grader() -> str:
+    """The README's "A grader, in any language" example, as written there."""
     readme = (ROOT / "README.md").read_text()
     source = re.search(r"```python\n(# graders/my_grader.py.*?)```", readme, re.DOTALL)
     assert source is not None
+    return source.group(1)
+
+
+def test_readme_grader_example_abstains_on_what_it_cannot_read(tmp_path: Path) -> None:
     script = tmp_path / "my_grader.py"
-    script.write_text(source.group(1))
+    script.write_text(readme_grader())
     payload = json.dumps({"input": "Capital of France?", "output": "Paris"})
     outcomes = []
     for judge in (
@@ -88,3 +95,44 @@ def test_readme_grader_example_abstains_on_what_it_cannot_read(tmp_path: Path) -
     assert outcomes[0] == (0, {"score": 1.0, "reason": "Yes, it is correct."})
     assert outcomes[1][0] == 3 and "no yes/no verdict" in outcomes[1][1]["reason"]
     assert outcomes[2][0] == 3 and "cut off" in outcomes[2][1]["reason"]
+
+
+README_EVAL = """
+graders:
+  - name: my_grader
+    command: [python, graders/my_grader.py]
+    target: {max_calls: 5}
+tests:
+  - id: france
+    input: What is the capital of France?
+"""
+
+
+def test_readme_grader_scores_offline_with_mock_and_in_grader_check(tmp_path: Path) -> None:
+    """The README's grader asks a yes/no question: the built-in ``mock`` (no targets.yaml),
+    the repository's scripted ``mock`` (evals/targets.yaml) and ``grader check``'s scripted
+    judge each answer it yes/no (docs/targets.md, "mock"), so it scores, never unscored."""
+    (tmp_path / "graders").mkdir()
+    (tmp_path / "graders" / "my_grader.py").write_text(readme_grader())
+    path = tmp_path / "readme.eval.yaml"
+    path.write_text(README_EVAL)
+    for where, cwd in (("builtin", tmp_path), ("repository", ROOT)):
+        out = tmp_path / f"out-{where}"
+        result = run_cli(str(path), "--target", "mock", "--out", str(out), cwd=cwd)
+        assert result.returncode == 0, (where, result.stdout + result.stderr)
+        (case,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert (case["status"], case["score"]) == ("passed", 1.0), (where, case)
+        assert case["graders"][0]["reason"] == "yes"
+    check = run_cli(
+        "grader",
+        "check",
+        "--cwd",
+        str(tmp_path),
+        "--",
+        "python",
+        "graders/my_grader.py",
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "unscored" not in check.stdout
+    assert check.stdout.count(" passed ") == 8, check.stdout  # 4 payloads, 2 modes

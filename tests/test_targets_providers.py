@@ -15,6 +15,7 @@ from evalrun.targets import (
     TargetError,
     ToolsUnsupported,
     build_provider,
+    load_targets,
 )
 from evalrun.targets.providers.anthropic import AnthropicTarget
 from evalrun.targets.providers.azure import AzureOpenAITarget
@@ -426,3 +427,38 @@ def test_a_tool_turn_without_a_call_id_is_plain_text_to_every_kind() -> None:
     offered = CompletionRequest.from_prompt("Weather?", tools=[{"type": "function"}])
     with pytest.raises(ToolsUnsupported, match="target 't' \\(mock\\) cannot call tools"):
         run(managed.complete(offered))
+
+
+def test_mock_answers_a_free_text_yes_no_question_with_its_yes_no_key() -> None:
+    """``yes_no`` (the built-in ``mock`` has ``yes``) answers a free-text prompt that asks for
+    yes or no after the rules and before ``default`` (docs/targets.md, "mock")."""
+    from evalrun.targets.providers.mock import MockTarget
+
+    def ask(target: MockTarget, text: str, task: dict[str, Any] | None = None) -> str:
+        request = CompletionRequest(messages=[{"role": "user", "content": text}], task=task)
+        return target.answer(request)
+
+    scripted = MockTarget(
+        config(
+            kind="mock",
+            default="fallback",
+            yes_no="yes",
+            rules=[{"match": "Lyon", "response": "no"}],
+        )
+    )
+    for question in (
+        "Is 'Paris' a correct answer? Answer yes or no.",
+        "Does it meet the criteria? Reply with 'yes' or 'no'.",
+        "Relevant? Respond yes/no",
+    ):
+        assert ask(scripted, question) == "yes", question
+    assert ask(scripted, "Is 'Lyon' a correct answer? Answer yes or no.") == "no"  # a rule first
+    assert ask(scripted, "What is the capital of France?") == "fallback"
+    assert ask(scripted, "Yes or no is not asked here.") == "fallback"
+    typed = {"kind": "relevance", "question": "q", "passage": "p"}
+    assert ask(scripted, "Answer yes or no.", typed) == "fallback"  # typed tasks: rules only
+    plain = MockTarget(config(kind="mock", default="no"))  # no yes_no: the default, as before
+    assert ask(plain, "Answer yes or no.") == "no"
+    builtin = MockTarget(load_targets(None).get("mock"))
+    assert ask(builtin, "Correct? Answer yes or no.") == "yes"
+    assert ask(builtin, "What is the capital of France?") == "mock answer"

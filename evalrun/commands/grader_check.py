@@ -22,7 +22,8 @@ from proxy import JudgeProxy
 
 JUDGE = "conformance-judge"
 
-#: Replies a careful judge could give, by typed task; free-text prompts get a neutral JSON.
+#: Replies a careful judge could give, by typed task; a free-text yes/no question gets "yes",
+#: other free-text prompts a neutral JSON.
 _JUDGE_RULES = [
     {
         "task": "relevance",
@@ -132,7 +133,9 @@ async def check_grader(
     """Every golden payload in each mode. In stream mode one worker serves them all, and its
     results must match the per-process ones; with both modes asked, a grader that does not
     answer its first line at all is reported as one that does not serve, not as broken."""
-    judge = TargetConfig(name=JUDGE, kind="mock", rules=_JUDGE_RULES, default=_JUDGE_DEFAULT)
+    judge = TargetConfig(
+        name=JUDGE, kind="mock", rules=_JUDGE_RULES, default=_JUDGE_DEFAULT, yes_no="yes"
+    )
     pool = TargetPool(TargetsFile(targets=[judge]))
     spec = GraderSpec(
         name="grader-under-check",

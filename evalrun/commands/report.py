@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
+from evalrun.safetext import printable
 
 USAGE = 2
 
@@ -120,7 +121,9 @@ def compare(
     base: Path = typer.Argument(..., help="The baseline run bundle."),
     new: Path = typer.Argument(..., help="The run bundle to judge against it."),
     fail_on_regression: bool = typer.Option(
-        False, "--fail-on-regression", help="Exit 1 when the suite is significantly worse."
+        False,
+        "--fail-on-regression",
+        help="Exit 1 when the suite is significantly worse or a case no longer passes.",
     ),
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the interval."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (same seed, same interval)."),
@@ -130,9 +133,11 @@ def compare(
 ) -> None:
     """Per-case and per-grader score deltas between two runs, with a paired bootstrap interval.
 
-    Significantly worse means the interval's upper bound is below 0.
+    Significantly worse means the interval's upper bound is below 0; a case that passed and no
+    longer does is a regression whatever the interval says.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from evalrun.reporters import BundleNotFound, load_bundle
@@ -203,15 +208,23 @@ def compare(
             f"{len(result.only_base)} case(s) only in base, {len(result.only_new)} only in new "
             "(left out of the deltas)"
         )
+    regressed = result.status_regressions
+    for c in regressed:  # each one, whatever --limit says: the gate fails on it
+        console.print(
+            f"[red]regression[/] {escape(printable(c.id))}: {c.base_status} -> {c.new_status}",
+            highlight=False,
+        )
     verdict = (
         "[red]significantly worse[/]"
-        if result.regression
+        if result.overall.regression
         else "[green]significantly better[/]"
         if result.overall.improvement
         else "no significant difference"
     )
     if not result.overall.deltas:
         verdict = "no case was scored in both runs"
+    if regressed:
+        verdict += f"; [red]{len(regressed)} case(s) no longer pass[/]"
     console.print(f"verdict: {verdict}")
     if json_out is not None:
         json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")

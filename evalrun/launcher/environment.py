@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 
 #: Words that mark a credential anywhere in a variable's name (``MISTRALAPIKEY``).
@@ -100,3 +101,17 @@ def proxy_variables(url: str, token: str) -> dict[str, str]:
         out[f"{prefix}_URL"] = url
         out[f"{prefix}_TOKEN"] = token
     return out
+
+
+#: Program names that mean the interpreter evalrun runs under, not PATH's: evalrun run from an
+#: unactivated venv would otherwise start graders on a python without grader_sdk
+#: (docs/eval-files.md, "Which python").
+OWN_PYTHON = frozenset({"python", "python3"})
+
+
+def own_python(argv: list[str]) -> list[str]:
+    """``argv`` with a bare ``python``/``python3`` program made evalrun's own interpreter; a
+    path (``/usr/bin/python3``, ``./venv/bin/python``) is kept: that is how an eval opts out."""
+    if argv and argv[0] in OWN_PYTHON:
+        return [sys.executable, *argv[1:]]
+    return argv

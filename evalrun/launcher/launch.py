@@ -11,7 +11,7 @@ from typing import Any
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.deterministic import run_deterministic
-from evalrun.launcher.environment import grader_environment, proxy_variables
+from evalrun.launcher.environment import grader_environment, own_python, proxy_variables
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.process import ProcessOutcome, run_process
@@ -41,9 +41,10 @@ class GraderRun:
 
 
 def grader_argv(spec: GraderSpec) -> list[str]:
-    """A built-in runs with evalrun's own interpreter; any other grader is its ``command``."""
+    """A built-in runs with evalrun's own interpreter; any other grader is its ``command``,
+    ``python`` in it meaning that interpreter too (:func:`own_python`)."""
     module = spec.kind.module
-    return [sys.executable, "-m", module] if module else spec.argv
+    return [sys.executable, "-m", module] if module else own_python(spec.argv)
 
 
 async def run_grader(

@@ -2,7 +2,8 @@
 
 Cases are matched by id (repeats averaged per case). For the suite and for each grader we report
 the mean paired delta (new - base), wins/losses/ties and a paired percentile-bootstrap
-confidence interval; a regression is an interval entirely below zero.
+confidence interval; a regression is an interval entirely below zero, or a case that passed
+in the base run and does not in the new one (docs/reports.md, "evalrun compare").
 """
 
 from __future__ import annotations
@@ -38,6 +39,12 @@ class CaseDelta:
     @property
     def delta(self) -> float | None:
         return None if self.base is None or self.new is None else self.new - self.base
+
+    @property
+    def regression(self) -> bool:
+        """It passed (every repeat) and no longer does: failed, error, unscored or mixed. No
+        interval can say so, as an errored case has no score to pair (docs/reports.md)."""
+        return self.base_status == "passed" and self.new_status != "passed"
 
 
 @dataclass
@@ -94,8 +101,12 @@ class Comparison:
     only_new: list[str] = field(default_factory=list)
 
     @property
+    def status_regressions(self) -> list[CaseDelta]:
+        return [c for c in self.cases if c.regression]
+
+    @property
     def regression(self) -> bool:
-        return self.overall.regression
+        return self.overall.regression or bool(self.status_regressions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -114,11 +125,13 @@ class Comparison:
                     "delta": c.delta,
                     "base_status": c.base_status,
                     "new_status": c.new_status,
+                    "regression": c.regression,
                 }
                 for c in self.cases
             ],
             "only_base": self.only_base,
             "only_new": self.only_new,
+            "status_regressions": [c.id for c in self.status_regressions],
             "regression": self.regression,
         }
 

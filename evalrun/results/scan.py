@@ -113,7 +113,7 @@ class ResultScanner:
         return ResultScan(self.stats, self.index)
 
 
-def _latest_offsets(directory: Path) -> set[int]:
+def latest_offsets(directory: Path) -> set[int]:
     """Offsets of the last line of each (id, repeat): a resumed run may grade a case again."""
     latest = {result_key(case): offset for offset, case in result_lines(directory)}
     return set(latest.values())
@@ -127,7 +127,7 @@ def scan_results(directory: Path, *, by_case: bool) -> ResultScan:
         scanner.add(offset, case)
     superseded = scanner.superseded
     if superseded or scanner.stats.saw_repeats:  # rare: go again, keeping what that needs
-        keep = _latest_offsets(directory).__contains__ if superseded else None
+        keep = latest_offsets(directory).__contains__ if superseded else None
         scanner = ResultScanner(by_case=True, keep=keep)
         for offset, case in result_lines(directory):
             scanner.add(offset, case)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.launcher.environment import own_python
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.suggest import closest, did_you_mean
@@ -193,7 +194,7 @@ def _check_graders(loaded: LoadedEval, survey: CaseSurvey, env: Mapping[str, str
         if grader.cwd and not folder.is_dir():
             problems.append(f"{loaded.where((*loc, 'cwd'))}: folder not found: {folder}")
             continue
-        argv = grader.argv
+        argv = own_python(grader.argv)  # `python` is evalrun's own: no PATH lookup
         where = loaded.where((*loc, "command"))
         program = _program_problem(argv[0], loaded.folder, folder, env)
         if program:

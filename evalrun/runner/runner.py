@@ -29,7 +29,7 @@ from evalrun.launcher.serve import GraderPools
 from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.reader import read_results, result_lines
-from evalrun.results.scan import ResultScan, ResultScanner
+from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import RunMeta, StatsBuilder, summary_dict
 from evalrun.runner.options import ExitCode, RunOptions
@@ -305,11 +305,9 @@ class EvalRun:
             writer.close()
         except BundleWriteError as exc:
             self._write_error = self._write_error or str(exc)
-        scanner = ResultScanner(by_case=self.options.repeat > 1)
-        shown = TableRows()
-        for offset, case in result_lines(writer.directory):
-            scanner.add(offset, case)
-            shown.add(case.slim())
+        scanner, shown = self._read_back(writer.directory)
+        if scanner.superseded:  # a resume graded a case again: its last line wins
+            scanner, shown = self._read_back(writer.directory, latest_offsets(writer.directory))
         summary = self._summary(scanner.stats, started_at, duration)
         summary["targets"] = self.target_stats
         exit_code = self._exit_code(summary)
@@ -325,6 +323,21 @@ class EvalRun:
         return RunOutcome(
             exit_code, summary, shown.rows(), shown.total, writer.directory, self._write_error, scan
         )
+
+    def _read_back(
+        self, directory: Path, keep: set[int] | None = None
+    ) -> tuple[ResultScanner, TableRows]:
+        """One pass over results.jsonl for the summary, the table and the reports; ``keep``:
+        the offsets of the lines that count, each (id, repeat) once (docs/results.md)."""
+        scanner = ResultScanner(
+            by_case=self.options.repeat > 1, keep=None if keep is None else keep.__contains__
+        )
+        shown = TableRows()
+        for offset, case in result_lines(directory):
+            if keep is None or offset in keep:
+                scanner.add(offset, case)
+                shown.add(case.slim())
+        return scanner, shown
 
     async def _start_executor(self) -> Executor:
         if self.options.executor == "ray":

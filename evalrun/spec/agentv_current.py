@@ -18,6 +18,9 @@ from typing import Any
 
 from evalrun.yamlsource import LineMap
 
+#: Why a run has one target: ``providers: [a, b]`` and ``--target`` twice are refused with it.
+ONE_TARGET = "one target per run; the targets-by-cases matrix is not built yet"
+
 #: Top-level and per-test keys only AgentV's current format has.
 CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults")
 CURRENT_TEST_KEYS = ("vars", "assert")
@@ -158,13 +161,18 @@ def _map_providers(m: _Mapping) -> None:
     if not names or any(n is None for n in names):
         m.problem(("providers",), "providers: each entry needs a name (a string, label or id)")
         return
+    if len(names) > 1:  # never the first one alone without a word
+        m.problem(
+            ("providers",),
+            f"{len(names)} providers ({', '.join(map(str, names))}): {ONE_TARGET}; list one "
+            "and run the file once per target (--target NAME overrides it)",
+        )
+        return
     if "target" in m.data:
         m.problem(("target",), "give 'providers' or 'target', not both")
         return
     m.data["target"] = names[0]
     m.copy_lines(("providers", 0) if isinstance(providers, list) else ("providers",), ("target",))
-    if len(names) > 1:
-        m.data.setdefault("metadata", {})["providers"] = names
 
 
 def _map_defaults(m: _Mapping) -> None:

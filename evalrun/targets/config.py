@@ -74,6 +74,9 @@ class TargetConfig(BaseModel):
     # mock
     default: str | None = None
     rules: list[MockRule] = Field(default_factory=list)
+    #: the answer to a free-text prompt that asks for yes or no and matches no rule
+    #: (docs/targets.md, "mock")
+    yes_no: str | None = None
     latency_ms: float = 0.0
 
     @property
@@ -145,7 +148,7 @@ class TargetsFile(BaseModel):
 #: Targets that exist without any targets.yaml, so a fresh checkout can run offline.
 BUILTIN_TARGETS: list[dict[str, Any]] = [
     {"name": "local", "kind": "local"},
-    {"name": "mock", "kind": "mock", "default": "mock answer"},
+    {"name": "mock", "kind": "mock", "default": "mock answer", "yes_no": "yes"},
 ]
 
 

@@ -8,9 +8,16 @@ import re
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TokenUsage
 from evalrun.targets.config import ConfigError, TargetConfig
 
+#: A prompt that asks to answer yes or no: "Answer yes or no.", "Reply with 'yes' or 'no'",
+#: "respond yes/no" (docs/targets.md, "mock").
+YES_NO_QUESTION = re.compile(
+    r"\b(?:answer|reply|respond)\b[^.?!\n]{0,40}?\byes\W{0,3}(?:or|/)\W{0,3}no\b", re.IGNORECASE
+)
+
 
 class MockTarget:
-    """First matching rule wins: a regex searched in system prompt + prompt, or a task kind."""
+    """First matching rule wins: a regex searched in system prompt + prompt, or a task kind;
+    then ``yes_no`` for a free-text yes/no question; then ``default``."""
 
     kind = "mock"
 
@@ -38,6 +45,8 @@ class MockTarget:
             if pattern is not None and not pattern.search(text):
                 continue
             return response
+        if self.config.yes_no is not None and kind is None and YES_NO_QUESTION.search(text):
+            return self.config.yes_no
         return self.config.default if self.config.default is not None else ""
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:

@@ -115,6 +115,18 @@ def _shown_again(folder: Path, argv: Sequence[str], hidden: Sequence[Path]) -> l
     return [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
 
 
+def _visible(
+    path: Path, masked: Sequence[Path], shown: Sequence[Path], hidden: Sequence[Path]
+) -> bool:
+    """Whether ``path`` is in a ``strict`` sandbox's view: masks cover the folders bound back
+    in, which cover the hidden folders."""
+    if any(path.is_relative_to(p) for p in masked):
+        return False
+    return any(path.is_relative_to(p) for p in shown) or not any(
+        path.is_relative_to(p) for p in hidden
+    )
+
+
 def _listening_unix_sockets() -> list[Path]:
     """Path Unix sockets bound on this host (``/proc/net/unix``): ``strict`` masks each, so a
     grader cannot reach a host service, or one another grader planted, through one."""
@@ -167,7 +179,8 @@ class Sandbox:
             "/proc",
         ]
         args += ["--unshare-net", *(a for folder in hidden for a in ("--tmpfs", str(folder)))]
-        for path in _shown_again(cwd, argv, hidden):
+        shown = _shown_again(cwd, argv, hidden)
+        for path in shown:
             args += ["--ro-bind", str(path), str(path)]
         args += self._masks()
         private = tempfile.mkdtemp(dir=self.scratch)
@@ -177,9 +190,8 @@ class Sandbox:
             args += ["--ro-bind", sock, sock]
             relay = [sys.executable, "-I", "-S", str(_RELAY), str(proxy.port)]
             command = [*relay, sock, "--", *argv]
-        covered = (*hidden, *self.masked)
         for path in _listening_unix_sockets():
-            if not any(path.is_relative_to(c) for c in covered):
+            if _visible(path, self.masked, shown, hidden):
                 args += ["--ro-bind", "/dev/null", str(path)]
         return [*args, "--chdir", private, "--", *command]
 

@@ -45,9 +45,10 @@ def cluster() -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ray_cli = Path(sys.executable).with_name("ray")
+    # `ray start` as a module: a venv made with --system-site-packages has no `ray` script
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]
     head = subprocess.Popen(
-        [str(ray_cli), "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
+        [*ray_cli, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
          "--include-dashboard", "false", "--disable-usage-stats"],
         env=ray_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -324,3 +325,59 @@ def test_a_worker_without_the_key_stops_the_run_before_any_case(
     assert "EVALRUN_TEST_DRIVER_ONLY_KEY" in result.stderr
     assert "sk-driver-only" not in result.stderr
     assert not out.exists()
+
+
+FORGER = """
+import json, os, sys
+payload = json.load(sys.stdin)
+config = payload["config"]
+if payload["case_id"] == "honest":
+    print(json.dumps({"score": 0.0, "reason": "a wrong answer"}))
+    sys.exit()
+reached = []
+for path in config["read"]:
+    try:
+        if os.listdir(path) if os.path.isdir(path) else open(path).read():
+            reached.append(path)
+    except OSError:
+        pass
+try:  # the driver's results.jsonl: every case passed
+    with open(config["results"]) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    for line in lines:
+        line["status"], line["score"] = "passed", 1.0
+        for grader in line["graders"]:
+            grader["score"], grader["passed"] = 1.0, True
+    with open(config["results"], "w") as f:
+        f.writelines(json.dumps(line) + "\\n" for line in lines)
+    forged = bool(lines)
+except OSError:
+    forged = False
+print(json.dumps({"score": 1.0, "reason": "probed", "details": {"forged": forged, "read": reached}}))
+"""
+
+
+def test_ray_workers_mask_the_drivers_bundle_cache_and_targets_file(
+    cluster: str, tmp_path: Path
+) -> None:
+    """A grader on a worker of a local cluster tries to rewrite the driver's results.jsonl
+    (failed -> passed) and to read the driver's cache and targets file (docs/security.md)."""
+    (tmp_path / "forger.py").write_text(FORGER)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    cache.mkdir()
+    (cache / "responses.db").write_text("a cached judge reply")
+    config = {"results": str(out / "results.jsonl"), "read": [str(cache), str(out),
+              str(tmp_path / "targets.yaml")]}  # fmt: skip
+    grader = {"name": "forger", "command": [sys.executable, "forger.py"], "config": config}
+    cases = [{"id": "honest", "input": "q", "output": "a"}, {"id": "forger", "input": "q"}]
+    cases[1]["output"] = "a"
+    targets = [{"name": "judge", "kind": "mock", "default": "yes"}]
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=targets)
+    result = run_cli(
+        str(path), "--out", str(out), "--workers", "1", "--cache-dir", str(cache),
+        "--executor", "ray", "--ray-address", cluster, cwd=tmp_path, env=ray_env(),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr  # the honest case failed
+    by_id = one_result_per_case(read_bundle(out)[0], ["honest", "forger"])
+    assert by_id["forger"]["graders"][0]["details"] == {"forged": False, "read": []}
+    assert by_id["honest"]["status"] == "failed"

@@ -24,6 +24,7 @@ group kill reaches every process inside, and ``--die-with-parent`` ends the sand
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import shutil
@@ -221,6 +222,12 @@ class SandboxPolicy:
     #: some grader runs ``strict``: the proxy also listens on a Unix socket for it
     isolates_network: bool = False
     scratch: Path | None = None
+
+    def masking(self, paths: Iterable[Path]) -> SandboxPolicy:
+        """This policy with ``paths`` masked too: a bundle folder chosen late, or a Ray
+        worker's copy of its driver's masks (docs/distributed.md)."""
+        masked = dict.fromkeys((*self.masked, *(Path(p).resolve() for p in paths)))
+        return dataclasses.replace(self, masked=tuple(masked))
 
     def for_grader(self, requested: Requested | None) -> Sandbox:
         level = self.default if requested is None or requested == "auto" else requested

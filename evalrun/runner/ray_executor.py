@@ -113,6 +113,9 @@ class WorkerSpec:
     judge: str | None
     cache_dir: str | None
     sandbox: str
+    #: the driver's masks (bundle, cache, targets file, private folders): masked on every
+    #: worker too, where they exist (docs/security.md, "On a Ray cluster")
+    masked: list[str] = field(default_factory=list)
     #: target name -> name of its ``ClusterLimit`` actor
     limiters: dict[str, str] = field(default_factory=dict)
 
@@ -133,6 +136,7 @@ class GraderWorker:
             sandbox=spec.sandbox,  # type: ignore[arg-type]
         )
         self.run = EvalRun(loaded, options)
+        self.run.sandbox = self.run.sandbox.masking(Path(p) for p in spec.masked)
         self.cases = {case.id: case for case in loaded.tests}
         limiters = {target: ray.get_actor(name) for target, name in spec.limiters.items()}
         for limiter in limiters.values():
@@ -229,6 +233,7 @@ class RayExecutor:
             # lives in each worker's own copy of the working folder
             cache_dir=None if cache is None else str(cache),
             sandbox=options.sandbox,
+            masked=[str(p) for p in run.sandbox.masked],
         )
         _connect(options.ray_address, root)
         try:

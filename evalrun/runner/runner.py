@@ -212,8 +212,7 @@ class EvalRun:
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
         if out != options.out:  # a suffix was added: the sandbox masks the folder really used
-            masked = (*self.sandbox.masked, out.resolve())
-            self.sandbox = dataclasses.replace(self.sandbox, masked=masked)
+            self.sandbox = self.sandbox.masking([out])
             options.out = out
         self._kept = set()
         return BundleWriter(out, mode="new")

@@ -36,7 +36,7 @@ LEVELS = ("none", "process", "strict")
 
 async def _time_one(argv: list[str], level: str, cwd: Path) -> float:
     outcome = await run_process(
-        Sandbox(level).wrap(argv, cwd),
+        Sandbox(level, scratch=cwd).wrap(argv, cwd),  # strict: its scratch folders go there
         b'{"question": "q"}',
         cwd=cwd,
         env={"PATH": "/usr/bin:/bin"},

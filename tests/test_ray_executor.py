@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import ipaddress
 import os
 import shutil
 import signal
@@ -45,9 +46,10 @@ def cluster() -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    ray_cli = Path(sys.executable).with_name("ray")
+    # `ray start` as a module: a venv made with --system-site-packages has no `ray` script
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]
     head = subprocess.Popen(
-        [str(ray_cli), "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
+        [*ray_cli, "start", "--head", "--block", "--num-cpus", "2", "--port", str(port),
          "--include-dashboard", "false", "--disable-usage-stats"],
         env=ray_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -324,3 +326,172 @@ def test_a_worker_without_the_key_stops_the_run_before_any_case(
     assert "EVALRUN_TEST_DRIVER_ONLY_KEY" in result.stderr
     assert "sk-driver-only" not in result.stderr
     assert not out.exists()
+
+
+FORGER = """
+import json, os, sys
+payload = json.load(sys.stdin)
+config = payload["config"]
+if payload["case_id"] == "honest":
+    print(json.dumps({"score": 0.0, "reason": "a wrong answer"}))
+    sys.exit()
+reached = []
+for path in config["read"]:
+    try:
+        if os.listdir(path) if os.path.isdir(path) else open(path).read():
+            reached.append(path)
+    except OSError:
+        pass
+try:  # the driver's results.jsonl: every case passed
+    with open(config["results"]) as f:
+        lines = [json.loads(line) for line in f if line.strip()]
+    for line in lines:
+        line["status"], line["score"] = "passed", 1.0
+        for grader in line["graders"]:
+            grader["score"], grader["passed"] = 1.0, True
+    with open(config["results"], "w") as f:
+        f.writelines(json.dumps(line) + "\\n" for line in lines)
+    forged = bool(lines)
+except OSError:
+    forged = False
+print(json.dumps({"score": 1.0, "reason": "probed", "details": {"forged": forged, "read": reached}}))
+"""
+
+
+def test_ray_workers_mask_the_drivers_bundle_cache_and_targets_file(
+    cluster: str, tmp_path: Path
+) -> None:
+    """A grader on a worker of a local cluster tries to rewrite the driver's results.jsonl
+    (failed -> passed) and to read the driver's cache and targets file (docs/security.md)."""
+    (tmp_path / "forger.py").write_text(FORGER)
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    cache.mkdir()
+    (cache / "responses.db").write_text("a cached judge reply")
+    config = {"results": str(out / "results.jsonl"), "read": [str(cache), str(out),
+              str(tmp_path / "targets.yaml")]}  # fmt: skip
+    grader = {"name": "forger", "command": [sys.executable, "forger.py"], "config": config}
+    cases = [{"id": "honest", "input": "q", "output": "a"}, {"id": "forger", "input": "q"}]
+    cases[1]["output"] = "a"
+    targets = [{"name": "judge", "kind": "mock", "default": "yes"}]
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=targets)
+    result = run_cli(
+        str(path), "--out", str(out), "--workers", "1", "--cache-dir", str(cache),
+        "--executor", "ray", "--ray-address", cluster, cwd=tmp_path, env=ray_env(),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr  # the honest case failed
+    by_id = one_result_per_case(read_bundle(out)[0], ["honest", "forger"])
+    assert by_id["forger"]["graders"][0]["details"] == {"forged": False, "read": []}
+    assert by_id["honest"]["status"] == "failed"
+
+
+WAITER = """
+import json, os, sys, time
+go = json.load(sys.stdin)["config"]["go"]
+deadline = time.monotonic() + 120
+while not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(json.dumps({"score": 1.0, "reason": "waited"}))
+"""
+
+
+def _process_tree(root: int) -> dict[int, str]:
+    """``root`` and every process below it, by pid, with its program's name."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    tree, todo = {}, [root]
+    while todo:
+        pid = todo.pop()
+        with contextlib.suppress(OSError):
+            tree[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+            todo += children.get(pid, [])
+    return tree
+
+
+def _listening(pids: dict[int, str]) -> list[tuple[str, str]]:
+    """Every listening TCP socket (IPv4 and IPv6) those processes hold: (address, program)."""
+    owner = {}
+    for pid, name in pids.items():
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if link.startswith("socket:["):
+                        owner[link[8:-1]] = Path(name).name
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for row in Path(table).read_text().splitlines()[1:]:
+            fields = row.split()
+            if fields[3] == "0A" and fields[9] in owner:  # 0A: LISTEN
+                raw, port = fields[1].split(":")
+                packed = b"".join(
+                    int(raw[i : i + 8], 16).to_bytes(4, "little") for i in range(0, len(raw), 8)
+                )
+                address = ipaddress.ip_address(packed)
+                found.append((f"{address}:{int(port, 16)}", owner[fields[9]]))
+    return found
+
+
+def _is_loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
+
+def test_a_local_ray_cluster_listens_on_loopback_only(tmp_path: Path) -> None:
+    """evalrun starts the cluster itself (no --ray-address); while a grader waits, every
+    listening socket of evalrun and of every Ray process below it is on 127.0.0.1."""
+    (tmp_path / "waiter.py").write_text(WAITER)
+    go = tmp_path / "go"
+    grader = {"name": "waiter", "command": [sys.executable, "waiter.py"], "config": {"go": str(go)}}
+    cases = [{"id": "c", "input": "q", "output": "a"}]
+    targets = [{"name": "judge", "kind": "mock", "default": "yes"}]
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=targets)
+    env = cli_env(RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)  # evalrun's own doing, not the test's
+    run = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", str(path), "-q", "--out", str(tmp_path / "out"),
+         "--executor", "ray"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "waiter.py" not in " ".join(_cmdlines(run.pid)):  # the grader is running
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.2)
+        sockets = _listening(_process_tree(run.pid))
+    finally:
+        go.write_text("go")
+        stdout, stderr = run.communicate(timeout=120)
+    programs = {program for _, program in sockets}
+    assert {"gcs_server", "raylet"} <= programs, sockets  # the cluster was seen
+    assert [s for s in sockets if not _is_loopback(s[0])] == []
+    assert run.returncode == 0, stdout + stderr
+
+
+def _cmdlines(root: int) -> list[str]:
+    tree = _process_tree(root)
+    lines = []
+    for pid in tree:
+        with contextlib.suppress(OSError):
+            lines.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return lines
+
+
+def test_a_local_cluster_that_would_listen_beyond_loopback_is_not_started(tmp_path: Path) -> None:
+    """Ray asked, through its own variable, to bind the machine's IP: evalrun refuses (exit 2)
+    instead of starting a cluster reachable from the network."""
+    grader = {"name": "g", "command": [sys.executable, "-c", "print('{\"score\": 1}')"]}
+    cases = [{"id": "c", "input": "q", "output": "a"}]
+    targets = [{"name": "judge", "kind": "mock", "default": "yes"}]
+    path = write_suite(tmp_path, graders=[grader], cases=cases, targets=targets)
+    env = cli_env(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")
+    result = run_cli(
+        str(path), "--out", str(tmp_path / "out"), "--executor", "ray", cwd=tmp_path, env=env
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "not 127.0.0.1 only" in result.stderr
+    assert not (tmp_path / "out").exists()

@@ -35,7 +35,11 @@ def _listener() -> Iterator[str]:
 
 
 def _hostile_run(
-    tmp_path: Path, *extra: str, grader_sandbox: str | None = None, connect: str | None = None
+    tmp_path: Path,
+    *extra: str,
+    grader_sandbox: str | None = None,
+    connect: str | None = None,
+    bystander_sandbox: str | None = None,
 ) -> dict:
     """Run the hostile grader beside a bystander; returns what it reached and what escaped."""
     sync = tmp_path / "sync"
@@ -70,6 +74,9 @@ def _hostile_run(
         "target": {"max_calls": 1},
         "config": {"sync": str(sync)},
     }
+    if bystander_sandbox:  # it writes to the sync folder, which `strict` keeps read-only
+        bystander["sandbox"] = bystander_sandbox
+        bystander["config"]["wait"] = 3
     cases = [
         {"id": "hostile", "input": "q", "output": "a", "graders": [hostile]},
         {"id": "bystander", "input": "q", "output": "a", "graders": [bystander]},
@@ -99,7 +106,8 @@ def _hostile_run(
         by_id = one_result_per_case(results, ["hostile", "bystander"])
         details = by_id["hostile"]["graders"][0]["details"]
         escaped = [str(p) for p in outside if p.exists()]
-        return {"reached": details["reached"], "proxy": details["proxy"], "escaped": escaped}
+        seen = {k: details[k] for k in ("reached", "proxy", "wrote_sync")}
+        return {**seen, "escaped": escaped}
     finally:
         for p in outside:
             p.unlink(missing_ok=True)
@@ -120,9 +128,10 @@ def test_strict_also_keeps_the_file_system_read_only_and_the_network_closed(
     tmp_path: Path,
 ) -> None:
     with _listener() as address:
-        seen = _hostile_run(tmp_path, "--sandbox", "strict", connect=address)
-    assert seen == {"reached": [], "proxy": True, "escaped": []}
-    assert (tmp_path / "sync" / "hostile-done").exists()  # its own folder stays writable
+        seen = _hostile_run(
+            tmp_path, "--sandbox", "strict", connect=address, bystander_sandbox="process"
+        )
+    assert seen == {"reached": [], "proxy": True, "escaped": [], "wrote_sync": False}
 
 
 @needs_root

@@ -134,15 +134,14 @@ async def _launch(
 
 
 def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:
-    """Relative paths in argv resolve from the eval file's folder."""
+    """Relative paths in argv resolve from the eval file's folder (docs/eval-files.md), bare
+    names after the program too (``python grader.py``): a ``strict`` grader runs in a scratch
+    folder of its own, not there. A bare program name stays a PATH lookup."""
     out = []
-    for part in argv:
+    for index, part in enumerate(argv):
         candidate = eval_dir / part
-        if (
-            ("/" in part or part.startswith("."))
-            and not Path(part).is_absolute()
-            and candidate.exists()
-        ):
+        path_like = index > 0 or "/" in part or part.startswith(".")
+        if path_like and not Path(part).is_absolute() and candidate.exists():
             out.append(str(candidate.resolve()))
         else:
             out.append(part)

@@ -6,10 +6,15 @@ files. The levels and what each one hides are in docs/security.md ("Grader sandb
 - ``process``: a new PID namespace with its own ``/proc`` (neither evalrun nor other graders are
   visible), all capabilities dropped (so even root cannot unmount a mask), evalrun's own files
   masked; the rest of the file system and the network as the user has them.
-- ``strict``: ``process`` plus a read-only file system, except the grader's working folder and a
-  private temp folder (``TMPDIR``), and a network namespace of its own where only the judge proxy
-  is reachable
-  (``netrelay.py`` carries its loopback port to the proxy's Unix socket).
+- ``strict``: ``process`` plus a read-only file system, with ``/tmp`` and ``/run`` empty and
+  every other listening Unix socket of the host masked; the grader works in a private scratch
+  folder (its cwd and ``TMPDIR``), its own folder is read-only; a network namespace of its own
+  where only the judge proxy is reachable (``netrelay.py`` carries its loopback port to the
+  proxy's Unix socket, bound in read-only).
+
+Every run keeps its private files (the proxy's Unix socket, strict graders' scratch folders) in
+one folder per user, ``private_root()``, which every sandbox masks: no grader of any run can
+replace another's proxy socket or read another's scratch folder.
 - ``auto`` (the default): ``process`` where bubblewrap can create namespaces, else ``none``.
 
 Signals still reach the grader: bwrap stays in the grader's process group, so the launcher's
@@ -18,8 +23,12 @@ group kill reaches every process inside, and ``--die-with-parent`` ends the sand
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
+import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -70,6 +79,74 @@ def _namespace_args() -> list[str]:
     return ["--unshare-pid", "--die-with-parent", "--cap-drop", "ALL"]
 
 
+#: emptied in ``strict``: where the host keeps temp files and most Unix sockets
+_HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
+
+
+def private_root() -> Path:
+    """This user's folder for every run's private files (0700, created on first use). Every
+    sandbox masks it whole, so runs stay apart even as one uid (docs/security.md, "Grader
+    sandbox"); a folder there that is not this user's own and private is refused."""
+    root = Path(tempfile.gettempdir()) / f"evalrun-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o700)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise SandboxUnavailable(
+            f"{root} is not a private folder of this user (mode {stat.filemode(info.st_mode)}, "
+            f"owner {info.st_uid}); remove it"
+        )
+    return root
+
+
+def _hidden_folders() -> list[Path]:
+    """The folders of ``_HIDDEN`` that are real folders here (``/var/run`` is often a link)."""
+    return [Path(p) for p in _HIDDEN if os.path.isdir(p) and not os.path.islink(p)]
+
+
+def _shown_again(folder: Path, argv: Sequence[str], hidden: Sequence[Path]) -> list[Path]:
+    """The grader's folder and the folders of the files its argv names, where a hidden folder
+    would cover them (an eval under ``/tmp``): they are bound back in, read-only."""
+    wanted = [folder]
+    for part in argv:
+        path = Path(part)
+        if path.is_absolute() and path.exists():
+            wanted.append(path if path.is_dir() else path.parent)
+    under = [p for p in dict.fromkeys(wanted) if any(p.is_relative_to(h) for h in hidden)]
+    return [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
+
+
+def _visible(
+    path: Path, masked: Sequence[Path], shown: Sequence[Path], hidden: Sequence[Path]
+) -> bool:
+    """Whether ``path`` is in a ``strict`` sandbox's view: masks cover the folders bound back
+    in, which cover the hidden folders."""
+    if any(path.is_relative_to(p) for p in masked):
+        return False
+    return any(path.is_relative_to(p) for p in shown) or not any(
+        path.is_relative_to(p) for p in hidden
+    )
+
+
+def _listening_unix_sockets() -> list[Path]:
+    """Path Unix sockets bound on this host (``/proc/net/unix``): ``strict`` masks each, so a
+    grader cannot reach a host service, or one another grader planted, through one."""
+    try:
+        with open("/proc/net/unix", encoding="utf-8", errors="replace") as table:
+            rows = table.read().splitlines()[1:]
+    except OSError:
+        return []
+    found = []
+    for row in rows:
+        fields = row.split(maxsplit=7)
+        if len(fields) == 8 and fields[7].startswith("/"):
+            path = Path(fields[7])
+            with contextlib.suppress(OSError):
+                if stat.S_ISSOCK(path.lstat().st_mode):
+                    found.append(path)
+    return list(dict.fromkeys(found))
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """How one grader process is wrapped; ``masked`` are evalrun's own files and folders."""
@@ -80,31 +157,53 @@ class Sandbox:
     scratch: Path | None = None
 
     def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
+        """``cwd`` is the grader's own folder: its working folder, except in ``strict``, where it
+        is read-only and the grader works in a private scratch folder instead."""
         if self.level == "none" or shutil.which(argv[0]) is None:
             # A program that cannot be found is left for the launcher to report as usual.
             return list(argv)
         bwrap = shutil.which("bwrap") or "bwrap"
         command = list(argv)
-        if self.level == "strict":
-            base = ["--ro-bind", "/", "/", "--dev", "/dev"]
-            if self.scratch is not None:
-                private = tempfile.mkdtemp(dir=self.scratch)
-                base += ["--bind", private, private, "--setenv", "TMPDIR", private]
-            base += ["--bind", str(cwd), str(cwd), "--unshare-net"]
-            if proxy is not None:
-                folder = str(proxy.socket_path.parent)
-                base += ["--bind", folder, folder]
-                relay = [sys.executable, "-I", "-S", str(_RELAY), str(proxy.port)]
-                command = [*relay, str(proxy.socket_path), "--", *argv]
-        else:
-            base = ["--dev-bind", "/", "/"]
-        args = [bwrap, *_namespace_args(), *base, "--proc", "/proc"]
+        if self.level != "strict":
+            args = [bwrap, *_namespace_args(), "--dev-bind", "/", "/", "--proc", "/proc"]
+            return [*args, *self._masks(), "--chdir", str(cwd), "--", *command]
+        hidden = _hidden_folders()
+        args = [
+            bwrap,
+            *_namespace_args(),
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ]
+        args += ["--unshare-net", *(a for folder in hidden for a in ("--tmpfs", str(folder)))]
+        shown = _shown_again(cwd, argv, hidden)
+        for path in shown:
+            args += ["--ro-bind", str(path), str(path)]
+        args += self._masks()
+        private = tempfile.mkdtemp(dir=self.scratch)
+        args += ["--bind", private, private, "--setenv", "TMPDIR", private]
+        if proxy is not None:
+            sock = str(proxy.socket_path)
+            args += ["--ro-bind", sock, sock]
+            relay = [sys.executable, "-I", "-S", str(_RELAY), str(proxy.port)]
+            command = [*relay, sock, "--", *argv]
+        for path in _listening_unix_sockets():
+            if _visible(path, self.masked, shown, hidden):
+                args += ["--ro-bind", "/dev/null", str(path)]
+        return [*args, "--chdir", private, "--", *command]
+
+    def _masks(self) -> list[str]:
+        args = []
         for path in self.masked:
             if path.is_dir():
                 args += ["--tmpfs", str(path)]
             elif path.exists():
                 args += ["--ro-bind", "/dev/null", str(path)]
-        return [*args, "--chdir", str(cwd), "--", *command]
+        return args
 
     def exit_status(self, code: int | None) -> int | None:
         """bwrap reports a grader killed by signal N as exit 128+N; give the signal back."""
@@ -124,6 +223,12 @@ class SandboxPolicy:
     isolates_network: bool = False
     scratch: Path | None = None
 
+    def masking(self, paths: Iterable[Path]) -> SandboxPolicy:
+        """This policy with ``paths`` masked too: a bundle folder chosen late, or a Ray
+        worker's copy of its driver's masks (docs/distributed.md)."""
+        masked = dict.fromkeys((*self.masked, *(Path(p).resolve() for p in paths)))
+        return dataclasses.replace(self, masked=tuple(masked))
+
     def for_grader(self, requested: Requested | None) -> Sandbox:
         level = self.default if requested is None or requested == "auto" else requested
         return Sandbox(level, self.masked, self.scratch)
@@ -133,7 +238,6 @@ def resolve_policy(
     run_level: Requested, grader_levels: Iterable[Requested | None], masked: Iterable[Path]
 ) -> SandboxPolicy:
     """Raise ``SandboxUnavailable`` for a level asked for explicitly that cannot be had."""
-    masks = tuple(dict.fromkeys(Path(p).resolve() for p in masked))
     explicit = {level for level in (run_level, *grader_levels) if level not in (None, "auto")}
     reason = why_unavailable() if explicit - {"none"} or run_level == "auto" else None
     if reason and explicit - {"none"}:
@@ -146,5 +250,8 @@ def resolve_policy(
             notice = f"graders run without a sandbox: {reason} (see docs/security.md)"
     else:
         default = run_level
+    sandboxed = default != "none" or bool(explicit - {"none"})
+    own = [*masked, private_root()] if sandboxed else masked
+    masks = tuple(dict.fromkeys(Path(p).resolve() for p in own))
     strict = default == "strict" or "strict" in explicit
     return SandboxPolicy(default=default, masked=masks, notice=notice, isolates_network=strict)

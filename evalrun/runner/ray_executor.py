@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import ipaddress
 import logging
 import math
 import os
@@ -27,14 +28,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import ray
-from ray.exceptions import RayError
+# Read by Ray once, when it is first imported: off, a cluster this process starts binds
+# 127.0.0.1 instead of the machine's IP (docs/distributed.md, "Network"). A driver joining a
+# cluster takes its address from that cluster's node, so this changes nothing there.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
-from evalrun.judgecall import JudgeCall
-from evalrun.results.models import CaseResult
-from evalrun.runner.options import RunOptions
-from evalrun.spec.loader import load_eval
-from evalrun.targets import ConfigError, StoreOptions, TargetConfig
+import ray  # noqa: E402
+from ray.exceptions import RayError  # noqa: E402
+
+from evalrun.judgecall import JudgeCall  # noqa: E402
+from evalrun.results.models import CaseResult  # noqa: E402
+from evalrun.runner.options import RunOptions  # noqa: E402
+from evalrun.spec.loader import load_eval  # noqa: E402
+from evalrun.targets import ConfigError, StoreOptions, TargetConfig  # noqa: E402
 
 if TYPE_CHECKING:
     from evalrun.runner.runner import EvalRun
@@ -113,6 +119,9 @@ class WorkerSpec:
     judge: str | None
     cache_dir: str | None
     sandbox: str
+    #: the driver's masks (bundle, cache, targets file, private folders): masked on every
+    #: worker too, where they exist (docs/security.md, "On a Ray cluster")
+    masked: list[str] = field(default_factory=list)
     #: target name -> name of its ``ClusterLimit`` actor
     limiters: dict[str, str] = field(default_factory=dict)
 
@@ -133,6 +142,7 @@ class GraderWorker:
             sandbox=spec.sandbox,  # type: ignore[arg-type]
         )
         self.run = run_class(loaded, options)
+        self.run.sandbox = self.run.sandbox.masking(Path(p) for p in spec.masked)
         self.cases = {case.id: case for case in loaded.tests}
         limiters = {target: ray.get_actor(name) for target, name in spec.limiters.items()}
         for limiter in limiters.values():
@@ -184,12 +194,15 @@ def _cause(exc: BaseException) -> str:
 def _connect(address: str | None, root: Path) -> None:
     """Join the cluster at ``address``, or start one on this machine when it is None. Called on
     the main thread (Ray installs its signal handlers there); a local cluster stays on
-    loopback."""
-    host = (address or "127.0.0.1").removeprefix("ray://").rsplit(":", 1)[0]
-    local = address is None or host in ("127.0.0.1", "localhost", "::1")
+    loopback, or is not started at all."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # nothing leaves the machine unasked
-    if local:  # Ray's single-machine mode: every Ray process talks over 127.0.0.1 only
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if address is None and not ipaddress.ip_address(ray.util.get_node_ip_address()).is_loopback:
+        raise ConfigError(
+            "--executor ray: a local Ray cluster would listen on "
+            f"{ray.util.get_node_ip_address()}, not 127.0.0.1 only (Ray was imported before "
+            "evalrun, or RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER is set); start evalrun in a fresh "
+            "process without it, or pass --ray-address"
+        )
     logging.getLogger("ray._private.runtime_env").setLevel(logging.ERROR)  # ".git is ignored"
     try:
         ray.init(
@@ -229,6 +242,7 @@ class RayExecutor:
             # lives in each worker's own copy of the working folder
             cache_dir=None if cache is None else str(cache),
             sandbox=options.sandbox,
+            masked=[str(p) for p in run.sandbox.masked],
         )
         _connect(options.ray_address, root)
         try:

@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
-from evalrun.launcher.sandbox import SandboxPolicy, SandboxUnavailable, resolve_policy
+from evalrun.launcher.sandbox import (
+    SandboxPolicy,
+    SandboxUnavailable,
+    private_root,
+    resolve_policy,
+)
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
 from evalrun.results.models import CaseResult, GraderResult
@@ -164,8 +169,9 @@ class EvalRun:
             raise ConfigError(str(exc)) from None
         if not policy.isolates_network:
             return policy
-        # strict graders: the proxy's Unix socket and their private temp folders live here
-        self._private_dir = Path(tempfile.mkdtemp(prefix="evalrun-"))
+        # strict graders: the proxy's Unix socket and their scratch folders live here, in the
+        # folder every sandbox masks (docs/security.md, "Grader sandbox")
+        self._private_dir = Path(tempfile.mkdtemp(prefix="run-", dir=private_root()))
         (self._private_dir / "tmp").mkdir()
         return dataclasses.replace(policy, scratch=self._private_dir / "tmp")
 
@@ -207,8 +213,7 @@ class EvalRun:
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
         if out != options.out:  # a suffix was added: the sandbox masks the folder really used
-            masked = (*self.sandbox.masked, out.resolve())
-            self.sandbox = dataclasses.replace(self.sandbox, masked=masked)
+            self.sandbox = self.sandbox.masking([out])
             options.out = out
         self._kept = set()
         return BundleWriter(out, mode="new")

@@ -71,16 +71,17 @@ for path in config.get("write", []):  # whether it landed is checked from outsid
     except OSError:
         pass
 
-with open(os.path.join(sync, "hostile-done"), "w") as f:
-    f.write("done")
+try:  # ``strict`` keeps the eval's folder, and so the sync folder, read-only
+    with open(os.path.join(sync, "hostile-done"), "w") as f:
+        f.write("done")
+    wrote_sync = True
+except OSError:
+    wrote_sync = False
 
 request = urllib.request.Request(
     os.environ["AGENTV_TARGET_PROXY_URL"] + "/info",
     headers={"Authorization": "Bearer " + own_token},
 )
 proxy_ok = json.loads(urllib.request.urlopen(request, timeout=10).read()).get("maxCalls") == 1
-print(
-    json.dumps(
-        {"score": 1.0, "reason": "probed", "details": {"reached": reached, "proxy": proxy_ok}}
-    )
-)
+details = {"reached": reached, "proxy": proxy_ok, "wrote_sync": wrote_sync}
+print(json.dumps({"score": 1.0, "reason": "probed", "details": details}))

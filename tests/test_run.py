@@ -11,6 +11,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from evalrun.results import reader
 from tests.conftest import read_bundle, run_cli
 from tests.fault_helpers import working_in
@@ -333,7 +335,8 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     assert sorted(p.name for p in out.iterdir() if "report" in p.name) == []
 
 
-def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path):
+@pytest.mark.parametrize("repeat", [1, 2])
+def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path, repeat):
     """A resume grades the errored cases again: their new lines win everywhere (summary.json,
     the printed table, report.md, the exit code), each (case, repeat) counted once
     (docs/results.md, "Reading a bundle")."""
@@ -348,21 +351,25 @@ def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path)
     path = make_eval(tmp_path, SUITE, grader=grader)
     out = tmp_path / "o"
     flag.write_text("")
-    first = run_cli(str(path), "--out", str(out), "--repeat", "2")
+    first = run_cli(str(path), "--out", str(out), "--repeat", str(repeat))
     assert first.returncode == 3, first.stderr
     flag.unlink()
-    resumed = run_cli(str(path), "--resume", str(out), "--repeat", "2")
-    assert len(reader.read_results(out)) == 10  # 6 kept lines + 4 errored ones graded again
+    resumed = run_cli(str(path), "--resume", str(out), "--repeat", str(repeat))
+    results = 3 * repeat
+    # every line kept, plus a new one for each errored (case, repeat): france and spain's
+    assert len(reader.read_results(out)) == results + 2 * repeat
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["counts"]["total"] == 6
-    assert summary["counts"]["passed"] == 6 and summary["counts"]["error"] == 0
+    assert summary["counts"]["total"] == results
+    assert summary["counts"]["passed"] == results and summary["counts"]["error"] == 0
     assert summary["missing"] == 0 and summary["exit_code"] == 0
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    assert "3 cases × 2 repeats = 6 results: 6 passed" in resumed.stdout
+    counted = "3 cases" if repeat == 1 else f"3 cases × 2 repeats = {results} results"
+    assert f"{counted}: {results} passed" in resumed.stdout
     assert "error" not in resumed.stdout
     report = (out / "report.md").read_text()
     assert "| Exit code | 0 |" in report
-    assert "| 3 | 6 | 6 | 0 | 0 | 0 | 1.000 | 100.0% |" in report  # cases, results, passed, ...
+    # cases, results, passed, failed, error, unscored, mean, pass rate
+    assert f"| 3 | {results} | {results} | 0 | 0 | 0 | 1.000 | 100.0% |" in report
 
 
 SDK_GRADER = """

@@ -334,9 +334,7 @@ class EvalRun:
     ) -> tuple[ResultScanner, TableRows]:
         """One pass over results.jsonl for the summary, the table and the reports; ``keep``:
         the offsets of the lines that count, each (id, repeat) once (docs/results.md)."""
-        scanner = ResultScanner(
-            by_case=self.options.repeat > 1, keep=None if keep is None else keep.__contains__
-        )
+        scanner = ResultScanner(by_case=self.options.repeat > 1)
         shown = TableRows()
         for offset, case in result_lines(directory):
             if keep is None or offset in keep:

@@ -61,6 +61,27 @@ def test_no_request_can_carry_a_transport_field_to_a_target(name: str) -> None:
     assert refused.value.status == 400
 
 
+def test_providers_read_only_allowed_options_and_keep_their_own_endpoint() -> None:
+    """Anthropic and Gemini map a few OpenAI fields; litellm gets OpenAI's fields besides its
+    own arguments, and the target's endpoint, key and model win over anything a request holds."""
+    from evalrun.targets import build_provider
+    from evalrun.targets.providers.gemini import _OPTIONS as GEMINI_OPTIONS
+    from tests.targets_helpers import config
+
+    assert set(GEMINI_OPTIONS) | {"stop"} <= OPTION_FIELDS
+    if importlib.util.find_spec("litellm") is None:
+        pytest.skip("the litellm extra is not installed")
+    request = CompletionRequest.from_prompt("hi", options=dict.fromkeys(OPTION_FIELDS, "x"))
+    own = {"model", "messages", "timeout", "num_retries", "max_retries", "api_base", "api_key"}
+    for base_url in ("http://127.0.0.1:9/v1", None):
+        values = {"model": "openai/m", "api_key": "sk-target", "base_url": base_url}
+        target = build_provider(config("lite", "litellm", **values), {})
+        arguments = target.arguments(request)
+        assert set(arguments) <= OPTION_FIELDS | own
+        assert (arguments["model"], arguments["api_key"]) == ("openai/m", "sk-target")
+        assert arguments.get("api_base") == base_url
+
+
 def _targets(upstreams: Upstreams) -> list[dict[str, Any]]:
     """A target of every kind that talks to a server, each at its own fake upstream: litellm
     both with a ``base_url`` and with none (its provider's default endpoint)."""

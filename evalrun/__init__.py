@@ -9,7 +9,6 @@ The package is kept cheap to import; the public pieces live in their own modules
 __version__ = "0.1.0"
 
 
-
 def say_interrupted() -> int:
     """A Ctrl-C that stopped ``evalrun`` before a run could report it: one line on stderr, and
     the exit status 130 to end with (docs/results.md, exit codes)."""

@@ -8,7 +8,11 @@ The package is kept cheap to import; the public pieces live in their own modules
 
 __version__ = "0.1.0"
 
-#: Exit status and stderr line of a Ctrl-C that stops ``evalrun`` before a run could say more
-#: (docs/results.md, exit codes).
-INTERRUPTED = 130
-INTERRUPTED_LINE = "evalrun: interrupted"
+
+def say_interrupted() -> int:
+    """A Ctrl-C that stopped ``evalrun`` before a run could report it: one line on stderr, and
+    the exit status 130 to end with (docs/results.md, exit codes)."""
+    import sys
+
+    print("evalrun: interrupted", file=sys.stderr)
+    return 130

@@ -2,14 +2,11 @@
 modules take a while), or before ``entry`` is inside its own guard, exits 130 with one line as
 it does later (docs/results.md, exit codes)."""
 
-import sys
-
 try:
     from evalrun.cli import entry
 
     entry()
 except KeyboardInterrupt:
-    from evalrun import INTERRUPTED, INTERRUPTED_LINE
+    from evalrun import say_interrupted
 
-    print(INTERRUPTED_LINE, file=sys.stderr)
-    raise SystemExit(INTERRUPTED) from None
+    raise SystemExit(say_interrupted()) from None

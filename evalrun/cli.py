@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-import atexit
-import importlib
-import os
-import sys
-import typing
-from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
+from evalrun import say_interrupted
 
-import typer
+# The `evalrun` script imports this module before it calls `entry`, and typer takes a while to
+# load: a Ctrl-C meanwhile exits 130 with one line too (docs/results.md, exit codes).
+try:
+    import atexit
+    import importlib
+    import os
+    import sys
+    import typing
+    from collections.abc import Iterable
+    from pathlib import Path
+    from typing import Any
 
-from evalrun import INTERRUPTED, INTERRUPTED_LINE
-from evalrun.hardening import make_undumpable
+    import typer
+
+    from evalrun.hardening import make_undumpable
+except KeyboardInterrupt:
+    raise SystemExit(say_interrupted()) from None
 
 HELP = (
     "Run LLM evaluation files: YAML cases, graders in any language, a loopback judge proxy.\n\n"
@@ -191,10 +197,10 @@ def entry() -> None:
     try:
         main()
     except KeyboardInterrupt:  # while the command line loads, before a command runs
-        code = _interrupted()
+        code = say_interrupted()
     except SystemExit as exc:
         if _by_ctrl_c(exc):
-            code = _interrupted()
+            code = say_interrupted()
         elif exc.code is None or isinstance(exc.code, int):
             code = exc.code or 0
         else:  # what the interpreter does with any other exit value
@@ -207,13 +213,6 @@ def entry() -> None:
         except (OSError, ValueError):  # a closed pipe (`evalrun ... | head`) or stream
             code = code or 1
     os._exit(code)
-
-
-def _interrupted() -> int:
-    """Ctrl-C before a run could report it: one line, exit 130, no traceback (docs/results.md,
-    exit codes)."""
-    print(INTERRUPTED_LINE, file=sys.stderr)
-    return INTERRUPTED
 
 
 def _by_ctrl_c(exc: SystemExit) -> bool:

@@ -55,16 +55,34 @@ def _module(line: str) -> str | None:
     return line.rsplit("|", 1)[-1].strip()
 
 
+#: The ``evalrun`` console script of this interpreter's environment (it imports evalrun.cli
+#: itself before it calls ``entry``).
+SCRIPT = Path(sys.executable).parent / "evalrun"
+
+
 @pytest.mark.parametrize(("marker", "before_command"), POINTS)
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(
     tmp_path: Path, marker: str | None, before_command: bool
 ) -> None:
+    _interrupt(tmp_path, [sys.executable, "-m", "evalrun"], marker, before_command)
+
+
+@pytest.mark.skipif(not SCRIPT.is_file(), reason="no evalrun script beside this interpreter")
+def test_ctrl_c_while_the_evalrun_script_loads_exits_130_without_a_traceback(
+    tmp_path: Path,
+) -> None:
+    _interrupt(tmp_path, [str(SCRIPT)], None, True)
+
+
+def _interrupt(
+    tmp_path: Path, evalrun: list[str], marker: str | None, before_command: bool
+) -> None:
+    """Start a run, send SIGINT once ``marker`` is imported, check how the run ended."""
     suite = _suite(tmp_path)
-    argv = [sys.executable, "-X", "importtime", "-m", "evalrun", str(suite)]
     proc = subprocess.Popen(
-        [*argv, "--out", str(tmp_path / "out")],
+        [*evalrun, str(suite), "--out", str(tmp_path / "out")],
         cwd=tmp_path,
-        env=cli_env(),
+        env=cli_env(PYTHONPROFILEIMPORTTIME="1"),  # -X importtime, for the script too
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -276,6 +276,7 @@ def _result_document(text: str) -> tuple[dict[str, Any] | None, list[str]]:
 
 
 def mixed_output_note(others: list[str]) -> str:
+    """The warning a result carries for the lines printed besides it: how many, the first."""
     first = others[0] if len(others[0]) <= 120 else others[0][:119] + "…"
     return f"{MIXED_OUTPUT} ({len(others)}, first: {first!r}); print debug output to stderr"
 

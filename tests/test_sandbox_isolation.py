@@ -45,7 +45,7 @@ def _grader(name: str, script: str, config: dict, sandbox: str | None = None) ->
 def _private_tmp(tmp_path: Path) -> Path:
     """The runs' TMPDIR: evalrun keeps its private folders there, and the hijacker searches
     only there (never other runs on this machine)."""
-    folder = tmp_path / "tmpdir"
+    folder = tmp_path / "t"  # short: a Unix socket's path has at most 107 bytes
     folder.mkdir(exist_ok=True)
     return folder
 

@@ -11,11 +11,11 @@ files. The levels and what each one hides are in docs/security.md ("Grader sandb
   folder (its cwd and ``TMPDIR``), its own folder is read-only; a network namespace of its own
   where only the judge proxy is reachable (``netrelay.py`` carries its loopback port to the
   proxy's Unix socket, bound in read-only).
+- ``auto`` (the default): ``process`` where bubblewrap can create namespaces, else ``none``.
 
 Every run keeps its private files (the proxy's Unix socket, strict graders' scratch folders) in
 one folder per user, ``private_root()``, which every sandbox masks: no grader of any run can
 replace another's proxy socket or read another's scratch folder.
-- ``auto`` (the default): ``process`` where bubblewrap can create namespaces, else ``none``.
 
 Signals still reach the grader: bwrap stays in the grader's process group, so the launcher's
 group kill reaches every process inside, and ``--die-with-parent`` ends the sandbox with evalrun.
@@ -81,6 +81,8 @@ def _namespace_args() -> list[str]:
 
 #: emptied in ``strict``: where the host keeps temp files and most Unix sockets
 _HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
+#: evalrun's interpreter and its code, which ``strict`` keeps visible wherever they are
+_OWN = (Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2])
 
 
 def private_root() -> Path:
@@ -105,9 +107,12 @@ def _hidden_folders() -> list[Path]:
 
 
 def _shown_again(folder: Path, argv: Sequence[str], hidden: Sequence[Path]) -> list[Path]:
-    """The grader's folder and the folders of the files its argv names, where a hidden folder
-    would cover them (an eval under ``/tmp``): they are bound back in, read-only."""
-    wanted = [folder]
+    """The grader's folder, the folders of its program and of the files its argv names, and
+    evalrun's own interpreter and code (the relay and the built-in graders run from them), where
+    a hidden folder would cover them (an eval or a venv under ``/tmp``): they are bound back in,
+    read-only."""
+    program = shutil.which(argv[0])
+    wanted = [folder, *_OWN, *([Path(program).resolve().parent] if program else [])]
     for part in argv:
         path = Path(part)
         if path.is_absolute() and path.exists():
@@ -153,7 +158,7 @@ class Sandbox:
 
     level: Level
     masked: tuple[Path, ...] = ()
-    #: where ``strict`` grader runs get their own private temp folder (the run's private folder)
+    #: where each ``strict`` grader run gets its scratch folder (in the run's private folder)
     scratch: Path | None = None
 
     def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
@@ -168,18 +173,9 @@ class Sandbox:
             args = [bwrap, *_namespace_args(), "--dev-bind", "/", "/", "--proc", "/proc"]
             return [*args, *self._masks(), "--chdir", str(cwd), "--", *command]
         hidden = _hidden_folders()
-        args = [
-            bwrap,
-            *_namespace_args(),
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-        ]
-        args += ["--unshare-net", *(a for folder in hidden for a in ("--tmpfs", str(folder)))]
+        base = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
+        args = [bwrap, *_namespace_args(), *base]
+        args += [a for folder in hidden for a in ("--tmpfs", str(folder))]
         shown = _shown_again(cwd, argv, hidden)
         for path in shown:
             args += ["--ro-bind", str(path), str(path)]

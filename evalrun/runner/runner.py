@@ -184,8 +184,7 @@ class EvalRun:
 
                 unix_socket = None
                 if self._private_dir is not None:  # strict graders reach it through this
-                    (self._private_dir / "sock").mkdir(exist_ok=True)
-                    unix_socket = self._private_dir / "sock" / "proxy.sock"
+                    unix_socket = self._private_dir / "proxy.sock"
                 proxy = judge_proxy(self.pool, unix_socket=unix_socket)
                 if self.judge_name is not None:
                     threading.Thread(

@@ -137,11 +137,15 @@ def _size_bound(operator: str, left: Any, right: Any) -> int:
 
 
 _ENV = _environment()
+#: what starts a tag, an expression or a comment: text without one is no template
+_MARKS = re.compile(r"\{[{%#]")
 _WHOLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}")
 
 
 def render(source: str, vars_: Mapping[str, Any]) -> str:
     """``source`` rendered with ``vars_`` (each by its name and as ``vars.NAME``)."""
+    if not _MARKS.search(source):
+        return source  # plain text renders to itself: no compile (~1 ms) per var and value
     template = _compiled(source)
     try:
         pieces: list[str] = []

@@ -79,6 +79,35 @@ def test_nunjucks_filters_render_as_nunjucks_does(tmp_path: Path) -> None:
     assert load_eval(path).tests[0].input == f"{dumped} | {indented} | a+b | none | mixed | 49"
 
 
+def test_assertion_values_render_before_they_become_regexes(tmp_path: Path) -> None:
+    """A value is text to look for: ``starts-with`` and the ``-any``/``-all`` lists are rendered
+    with the test's vars, once, before they are escaped; a ``regex`` value is no template."""
+    path = write(
+        tmp_path,
+        """
+        providers: sut
+        prompts: ["{{ input }}"]
+        tests:
+          - id: t
+            vars: {input: hi, name: Ada, greet: "{{ name | upper }}"}
+            assert:
+              - {type: starts-with, value: "Hello {{ name }}"}
+              - {type: contains-all, value: ["{{ greet }}", "{{ name | lower }}"]}
+              - {type: icontains-any, value: ["{{ name }}!", bye]}
+              - {type: regex, value: "{{2}"}
+              - {type: llm-rubric, value: "Greets {{ greet }}"}
+        """,
+    )
+    graders = load_eval(path).tests[0].graders
+    assert [(g.type, g.value) for g in graders[:4]] == [
+        ("regex", "\\A(?:Hello\\ Ada)"),
+        ("contains", ["ADA", "ada"]),
+        ("regex", "(?i)(?:Ada!|bye)"),
+        ("regex", "{{2}"),
+    ]
+    assert graders[4].config["rubric"] == ["Greets ADA"]
+
+
 def test_only_agentv_templates_render_and_raw_keeps_braces(tmp_path: Path) -> None:
     """AgentV renders its prompts with Nunjucks, so ``{{ 7 * 7 }}`` there is 49 and ``{% raw %}``
     keeps it; evalrun's own ``input`` is never a template."""

@@ -400,6 +400,10 @@ def _map_assertion(
     if "min_score" in grader:
         grader.setdefault("threshold", grader.pop("min_score"))
     grader.pop("required", None)  # every evalrun grader gates its case already
+    if "value" in grader and base_kind not in ("regex", "llm-rubric"):
+        # Text to look for is rendered once, before starts-with & co. escape it into a regex; a
+        # regex is no template and llm-rubric renders its own (docs/eval-files.md, "Templates").
+        grader["value"] = _render_value(m, grader["value"], vars_, (*path, "value"))
     if base_kind in ("contains-all", "icontains-all"):
         grader["type"] = base_kind.removesuffix("-all")
     elif base_kind in ("contains-any", "icontains-any", "starts-with", "ends-with"):
@@ -409,8 +413,6 @@ def _map_assertion(
         grader["type"] = base_kind
     if negate:
         grader["negate"] = True
-    if "value" in grader and isinstance(grader["value"], str) and grader.get("type") != "regex":
-        grader["value"] = _render(m, grader["value"], vars_, (*path, "value"))
     if grader.get("type") == "llm-rubric":
         _llm_rubric(m, grader, path, vars_)
     elif grader.get("type") == "script":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from jsonschema import Draft202012Validator, validators
@@ -36,6 +37,13 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
     """What makes ``schema`` unusable, or None: a ``$schema`` that names no draft (it would be
     read as another draft), a keyword its draft does not allow, or a ``$ref`` that resolves to
     nothing in the schema (evalrun fetches no remote schemas)."""
+    # Checked once per distinct schema: a tests file may give each of its cases the same one.
+    return _problem_of(json.dumps(schema, sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=256)
+def _problem_of(schema_text: str) -> str | None:
+    schema = json.loads(schema_text)
     dialect = schema.get("$schema")
     known = isinstance(dialect, str) and validators.validator_for(schema, default=None) is not None
     if dialect is not None and not known:

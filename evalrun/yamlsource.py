@@ -156,9 +156,10 @@ class _Walk:
         return texts, ambiguous
 
     def unsupported(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> str:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
         return (
-            f"{self.name}:{line}: {format_loc(path)}: the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} "
-            "is not supported: values are text, numbers, true/false, null, lists and mappings"
+            f"{self.name}:{line}: {format_loc(path)}: the tag {tag} is not supported: values are "
+            "text, numbers, true/false, null, lists and mappings"
         )
 
     def node(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
@@ -353,8 +354,8 @@ def validate_keeping_text(
         warnings.append((parsed.lines.get(path, 0), path, text, reading))
     warnings.sort(key=lambda item: item[0])
     return instance, [
-        f"{name}:{line}: {format_loc((*shown, *path[len(at) :]))}: the unquoted {_short(text)} is kept as the text "
-        f"'{_short(text)}', though {reading}: quote it to be sure"
+        f"{name}:{line}: {format_loc((*shown, *path[len(at) :]))}: the unquoted {_short(text)} "
+        f"is kept as the text '{_short(text)}', though {reading}: quote it to be sure"
         for line, path, text, reading in dict.fromkeys(warnings)
     ]
 

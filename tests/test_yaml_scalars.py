@@ -137,3 +137,25 @@ def test_a_quoted_value_gets_no_warning(tmp_path: Path) -> None:
         "tests: [{id: '001', input: \"on\", output: x, metadata: {n: 5}}]\n"
     )
     assert load_eval(path).warnings == []
+
+
+def test_validate_and_run_warn_at_the_line_of_an_unquoted_value_in_targets_yaml(
+    tmp_path: Path,
+) -> None:
+    targets = tmp_path / "targets.yaml"
+    targets.write_text("targets:\n  - name: sut\n    kind: mock\n    default: on\n", "utf-8")
+    path = tmp_path / "s.eval.yaml"
+    path.write_text(
+        "target: sut\ngraders: [{type: contains, value: 'on'}]\ntests: [{id: a, input: q}]\n",
+        encoding="utf-8",
+    )
+    expected = (
+        f"warning: {targets}:4: targets[0].default: the unquoted on is kept as the text 'on', "
+        "though YAML 1.1 reads it as a boolean: quote it to be sure"
+    )
+    checked = run_cli("validate", str(path), cwd=tmp_path, env=cli_env())
+    assert checked.returncode == 0, checked.stderr
+    assert [line for line in checked.stderr.splitlines() if "warning" in line] == [expected]
+    ran = run_cli(str(path), "--out", str(tmp_path / "out"), "-q", cwd=tmp_path, env=cli_env())
+    assert ran.returncode == 0, ran.stderr  # the mock answers "on", which contains 'on'
+    assert [line for line in ran.stderr.splitlines() if "warning" in line] == [expected]

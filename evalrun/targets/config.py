@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
     from evalrun.yamlsource import LineMap
@@ -125,6 +125,13 @@ class TargetsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     targets: list[TargetConfig] = Field(default_factory=list)
+    #: ``file:line: key: message`` on unquoted values that YAML 1.1 reads otherwise
+    #: (docs/eval-files.md, "YAML values"); the commands print them
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._warnings
 
     def get(self, name: str) -> TargetConfig:
         for target in self.targets:
@@ -216,13 +223,14 @@ def load_targets(path: Path | None) -> TargetsFile:
     )
 
     targets: list[dict[str, Any]] = []
+    warnings: list[str] = []
     if path is not None:
         parsed = load_yaml_with_lines(path)
         data = {} if parsed.data is None else parsed.data
         if not isinstance(data, dict):
             raise ConfigError(f"{path}:1: expected a mapping with a 'targets:' list")
         try:
-            loaded, _ = validate_keeping_text(TargetsFile, data, parsed, path)
+            loaded, warnings = validate_keeping_text(TargetsFile, data, parsed, path)
         except ValidationError as exc:
             raise ConfigError(
                 validation_error_message(path, exc, parsed.lines, TargetsFile)
@@ -234,7 +242,9 @@ def load_targets(path: Path | None) -> TargetsFile:
         targets = [t.model_dump(exclude_unset=True) for t in loaded.targets]
     defined = {t["name"] for t in targets}
     targets += [t for t in BUILTIN_TARGETS if t["name"] not in defined]
-    return TargetsFile.model_validate({"targets": targets})
+    out = TargetsFile.model_validate({"targets": targets})
+    out._warnings = warnings
+    return out
 
 
 def _problems(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:

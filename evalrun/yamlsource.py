@@ -184,7 +184,10 @@ class _Walk:
             for key_node, value_node in node.value:
                 key_line = line if repeated else key_node.start_mark.line + 1
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
+                    raise SourceError(
+                        f"{self.name}:{key_line}: {format_loc(path)}: a key must be a plain value, "
+                        "not a list or a mapping"
+                    )
                 if key_node.tag not in (_STR, *_KIND):
                     raise SourceError(self.unsupported(key_node, path, key_line))
                 key = repair(key_node.value)[0]  # a key is a name: `1:` and `yes:` are text

@@ -97,9 +97,11 @@ class Parsed(NamedTuple):
 
     data: Any
     lines: LineMap
-    #: (line, type, value) -> the text written, for each plain scalar read as a bool or number,
-    #: so a field that wants text gets what the user typed (:func:`validate_keeping_text`)
-    texts: dict[tuple[int, type, Any], str]
+    #: path -> (the text written, the value read), for each plain scalar read as a bool or
+    #: number, so a field that wants text gets what the user typed (:func:`validate_keeping_text`)
+    texts: dict[tuple[Any, ...], tuple[str, Any]]
+    #: the same by (line, type, value), for values an AgentV mapping moved ("": two texts)
+    texts_by_line: dict[tuple[int, type, Any], str]
     #: plain scalars read as text that YAML 1.1 reads otherwise
     ambiguous: list[Ambiguous]
 
@@ -139,21 +141,27 @@ class _Walk:
             self.guessed.append((path, node.value, value))
         return value
 
-    def results(self) -> tuple[dict[tuple[int, type, Any], str], list[Ambiguous]]:
+    def results(
+        self,
+    ) -> tuple[
+        dict[tuple[Any, ...], tuple[str, Any]], dict[tuple[int, type, Any], str], list[Ambiguous]
+    ]:
         """The texts of plain scalars read as bools or numbers, keyed as :class:`Parsed` says,
         and the plain scalars read as text that YAML 1.1 reads otherwise."""
-        texts: dict[tuple[int, type, Any], str] = {}
+        texts: dict[tuple[Any, ...], tuple[str, Any]] = {}
+        by_line: dict[tuple[int, type, Any], str] = {}
         ambiguous: list[Ambiguous] = []
         for path, text, value in self.guessed:
             line = self.lines[path]
             if not isinstance(value, str):
+                texts[path] = (text, value)
                 key = (line, type(value), value)
-                texts[key] = text if texts.get(key, text) == text else ""  # "": two texts
+                by_line[key] = text if by_line.get(key, text) == text else ""
                 continue
             reading = _YAML11.resolve(yaml.ScalarNode, text, (True, False))
             if reading in _KIND:
                 ambiguous.append((path, line, text, f"YAML 1.1 reads it as {_KIND[reading]}"))
-        return texts, ambiguous
+        return texts, by_line, ambiguous
 
     def unsupported(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> str:
         tag = node.tag.replace("tag:yaml.org,2002:", "!!")
@@ -383,8 +391,10 @@ def _keep_text(
                 holder, key, path, value = value, part, (*path, part), value[part]
         if holder is None or not isinstance(value, (bool, int, float)):
             continue
-        text = parsed.texts.get((parsed.lines.get(path, 0), type(value), value))
-        if not text and type(value) is int:  # JSON, or a value an AgentV mapping moved
+        written, read = parsed.texts.get(path, ("", None))
+        text = written if type(read) is type(value) and read == value else ""
+        text = text or parsed.texts_by_line.get((parsed.lines.get(path, 0), type(value), value))
+        if not text and type(value) is int:  # JSON, or a value an AgentV mapping cannot say
             text = str(value)
         if text:
             holder[key] = text

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from evalrun.launcher.deterministic import run_deterministic
+from evalrun.rubric import load_rubric_file
 from evalrun.spec.loader import load_eval
 from evalrun.targets import load_targets
 from evalrun.yamlsource import parse_yaml_with_lines
@@ -159,3 +160,14 @@ def test_validate_and_run_warn_at_the_line_of_an_unquoted_value_in_targets_yaml(
     ran = run_cli(str(path), "--out", str(tmp_path / "out"), "-q", cwd=tmp_path, env=cli_env())
     assert ran.returncode == 0, ran.stderr  # the mock answers "on", which contains 'on'
     assert [line for line in ran.stderr.splitlines() if "warning" in line] == [expected]
+
+
+def test_a_rubric_keeps_the_text_of_its_version_and_criterion_names(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "version: 1.10\ncriteria:\n  - {name: 001, weight: 1}\n  - {name: no, weight: 1}\n",
+        encoding="utf-8",
+    )
+    rubric = load_rubric_file(path)
+    assert rubric.version == "1.10"
+    assert [c.name for c in rubric.criteria] == ["001", "no"]

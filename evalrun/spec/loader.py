@@ -215,7 +215,7 @@ def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCas
     lines = {(index,): lineno}
     item = normalize_case(item, (index,), lines)
     try:  # JSON's numbers are typed: `"id": 7` is the text "7" (no warning to give)
-        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, []), path)
+        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, {}, []), path)
     except ValidationError as exc:
         sub = {k[1:]: v for k, v in lines.items() if k[:1] == (index,)}
         return None, _prefix_index(validation_error_message(path, exc, sub, TestCase), index)

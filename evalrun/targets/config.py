@@ -312,31 +312,39 @@ def _listed(value: Any) -> list[Any]:
 
 def _panel_loops(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
     """A judge panel that is its own member, directly or through other panels, would call
-    itself for ever (docs/judges.md)."""
+    itself for ever (docs/judges.md). Each panel's members are searched once (no path is
+    walked twice, however the panels list each other)."""
+    from evalrun.yamlsource import format_loc, line_for
+
     members = {
         t.name: [m for m in _listed(t.extra("members")) if isinstance(m, str)]
         for t in loaded.targets
         if t.kind == "panel"
     }
-    from evalrun.yamlsource import format_loc, line_for
-
     problems = []
     for i, target in enumerate(loaded.targets):
         if target.kind != "panel":
             continue
-        todo = [(m, [target.name, m]) for m in members[target.name]]
+        start = target.name
+        came_from: dict[str, str] = {}
+        todo = [start]
         while todo:
-            name, trail = todo.pop()
-            if name == target.name:
+            name = todo.pop()
+            if start in members.get(name, []):
+                trail = [name]
+                while trail[-1] != start:
+                    trail.append(came_from[trail[-1]])
                 where = ("targets", i, "members")
                 problems.append(
                     (
                         line_for(lines, where) or 0,
-                        f"{format_loc(where)}: panel '{target.name}' includes itself "
-                        f"({' -> '.join(trail)})",
+                        f"{format_loc(where)}: panel '{start}' includes itself "
+                        f"({' -> '.join([*reversed(trail), start])})",
                     )
                 )
                 break
-            if len(trail) <= len(members):
-                todo += [(m, [*trail, m]) for m in members.get(name, [])]
+            for member in members.get(name, []):
+                if member not in came_from:
+                    came_from[member] = name
+                    todo.append(member)
     return problems

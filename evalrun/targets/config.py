@@ -305,19 +305,16 @@ def _problems(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
     return problems
 
 
-def _listed(value: Any) -> list[Any]:
-    """A list's items; another type is reported by the check of the kind's keys."""
-    return value if isinstance(value, list) else []
-
-
 def _panel_loops(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
     """A judge panel that is its own member, directly or through other panels, would call
     itself for ever (docs/judges.md). Each panel's members are searched once (no path is
     walked twice, however the panels list each other)."""
     from evalrun.yamlsource import format_loc, line_for
 
-    members = {
-        t.name: [m for m in _listed(t.extra("members")) if isinstance(m, str)]
+    members = {  # members of another type are reported by the check of the kind's keys
+        t.name: [m for m in t.extra("members") if isinstance(m, str)]
+        if isinstance(t.extra("members"), list)
+        else []
         for t in loaded.targets
         if t.kind == "panel"
     }

@@ -250,7 +250,7 @@ FUZZ = settings(
     max_examples=100,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 

@@ -97,9 +97,11 @@ class Parsed(NamedTuple):
 
     data: Any
     lines: LineMap
-    #: (line, type, value) -> the text written, for each plain scalar read as a bool or number,
-    #: so a field that wants text gets what the user typed (:func:`validate_keeping_text`)
-    texts: dict[tuple[int, type, Any], str]
+    #: path -> (the text written, the value read), for each plain scalar read as a bool or
+    #: number, so a field that wants text gets what the user typed (:func:`validate_keeping_text`)
+    texts: dict[tuple[Any, ...], tuple[str, Any]]
+    #: the same by (line, type, value), for values an AgentV mapping moved ("": two texts)
+    texts_by_line: dict[tuple[int, type, Any], str]
     #: plain scalars read as text that YAML 1.1 reads otherwise
     ambiguous: list[Ambiguous]
 
@@ -139,26 +141,33 @@ class _Walk:
             self.guessed.append((path, node.value, value))
         return value
 
-    def results(self) -> tuple[dict[tuple[int, type, Any], str], list[Ambiguous]]:
+    def results(
+        self,
+    ) -> tuple[
+        dict[tuple[Any, ...], tuple[str, Any]], dict[tuple[int, type, Any], str], list[Ambiguous]
+    ]:
         """The texts of plain scalars read as bools or numbers, keyed as :class:`Parsed` says,
         and the plain scalars read as text that YAML 1.1 reads otherwise."""
-        texts: dict[tuple[int, type, Any], str] = {}
+        texts: dict[tuple[Any, ...], tuple[str, Any]] = {}
+        by_line: dict[tuple[int, type, Any], str] = {}
         ambiguous: list[Ambiguous] = []
         for path, text, value in self.guessed:
             line = self.lines[path]
             if not isinstance(value, str):
+                texts[path] = (text, value)
                 key = (line, type(value), value)
-                texts[key] = text if texts.get(key, text) == text else ""  # "": two texts
+                by_line[key] = text if by_line.get(key, text) == text else ""
                 continue
             reading = _YAML11.resolve(yaml.ScalarNode, text, (True, False))
             if reading in _KIND:
                 ambiguous.append((path, line, text, f"YAML 1.1 reads it as {_KIND[reading]}"))
-        return texts, ambiguous
+        return texts, by_line, ambiguous
 
     def unsupported(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> str:
+        tag = node.tag.replace("tag:yaml.org,2002:", "!!")
         return (
-            f"{self.name}:{line}: {format_loc(path)}: the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} "
-            "is not supported: values are text, numbers, true/false, null, lists and mappings"
+            f"{self.name}:{line}: {format_loc(path)}: the tag {tag} is not supported: values are "
+            "text, numbers, true/false, null, lists and mappings"
         )
 
     def node(self, node: yaml.Node, path: tuple[Any, ...], line: int) -> Any:
@@ -183,7 +192,10 @@ class _Walk:
             for key_node, value_node in node.value:
                 key_line = line if repeated else key_node.start_mark.line + 1
                 if not isinstance(key_node, yaml.ScalarNode):
-                    raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
+                    raise SourceError(
+                        f"{self.name}:{key_line}: {format_loc(path)}: a key must be a plain value, "
+                        "not a list or a mapping"
+                    )
                 if key_node.tag not in (_STR, *_KIND):
                     raise SourceError(self.unsupported(key_node, path, key_line))
                 key = repair(key_node.value)[0]  # a key is a name: `1:` and `yes:` are text
@@ -354,8 +366,8 @@ def validate_keeping_text(
         warnings.append((parsed.lines.get(path, 0), path, text, reading))
     warnings.sort(key=lambda item: item[0])
     return instance, [
-        f"{name}:{line}: {format_loc((*shown, *path[len(at) :]))}: the unquoted {_short(text)} is kept as the text "
-        f"'{_short(text)}', though {reading}: quote it to be sure"
+        f"{name}:{line}: {format_loc((*shown, *path[len(at) :]))}: the unquoted {_short(text)} "
+        f"is kept as the text '{_short(text)}', though {reading}: quote it to be sure"
         for line, path, text, reading in dict.fromkeys(warnings)
     ]
 
@@ -380,8 +392,10 @@ def _keep_text(
                 holder, key, path, value = value, part, (*path, part), value[part]
         if holder is None or not isinstance(value, (bool, int, float)):
             continue
-        text = parsed.texts.get((parsed.lines.get(path, 0), type(value), value))
-        if not text and type(value) is int:  # JSON, or a value an AgentV mapping moved
+        written, read = parsed.texts.get(path, ("", None))
+        text = written if type(read) is type(value) and read == value else ""
+        text = text or parsed.texts_by_line.get((parsed.lines.get(path, 0), type(value), value))
+        if not text and type(value) is int:  # JSON, or a value an AgentV mapping cannot say
             text = str(value)
         if text:
             holder[key] = text

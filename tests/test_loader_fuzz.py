@@ -250,7 +250,7 @@ FUZZ = settings(
     max_examples=100,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    suppress_health_check=[HealthCheck.too_slow],
 )
 
 
@@ -306,22 +306,23 @@ def test_a_mutated_targets_file_is_accepted_or_refused_at_its_line(
 
 
 #: files the loader once crashed on (a traceback, exit 1), each refused now at its line
+ONE = "tests: [{id: a, input: q}]\n"
+JSON = "graders: [{type: is-json}]\n"
 HOSTILE = {
-    "graders-int": "graders: 5\ntests: [{id: a, input: q}]\n",
-    "tests-long-path": "graders: [{type: is-json}]\ntests: " + "x" * 300 + "\n",
-    "float-tag-on-text": "graders: [{type: contains, value: !!float abc}]\ntests: [{id: a, input: q}]\n",
-    "python-tag": "graders: !!python/name:os.system x\ntests: [{id: a, input: q}]\n",
-    "binary-tag": "description: !!binary aGk=\ngraders: [{type: is-json}]\ntests: [{id: a, input: q}]\n",
-    "timestamp-tag": "graders: [{type: is-json}]\ntests: [{id: !!timestamp 2001-12-14, input: q}]\n",
-    "set-tag": "graders: !!set {a, b}\ntests: [{id: a, input: q}]\n",
-    "huge-int": "description: "
-    + "9" * 5000
-    + "\ngraders: [{type: is-json}]\ntests: [{id: a, input: q}]\n",
-    "repeated-key": "graders: [{type: is-json}]\ntests: [{id: a, input: q}]\ntests: []\n",
-    "unsplittable-command": "graders: [{command: 'python \"x'}]\ntests: [{id: a, input: q}]\n",
+    "graders-int": "graders: 5\n" + ONE,
+    "tests-long-path": JSON + "tests: " + "x" * 300 + "\n",
+    "float-tag-on-text": "graders: [{type: contains, value: !!float abc}]\n" + ONE,
+    "python-tag": "graders: !!python/name:os.system x\n" + ONE,
+    "binary-tag": "description: !!binary aGk=\n" + JSON + ONE,
+    "timestamp-tag": JSON + "tests: [{id: !!timestamp 2001-12-14, input: q}]\n",
+    "set-tag": "graders: !!set {a, b}\n" + ONE,
+    "huge-int": "description: " + "9" * 5000 + "\n" + JSON + ONE,
+    "repeated-key": JSON + ONE + "tests: []\n",
+    "unsplittable-command": "graders: [{command: 'python \"x'}]\n" + ONE,
     "agentv-assert-int": "providers: [sut]\nprompts: [q]\nassert: 5\ntests: [{vars: {}}]\n",
     "agentv-metadata-text": "providers: [sut]\ntests: [{vars: {input: q}, metadata: m}]\n",
-    "agentv-config-text": "providers: [sut]\ntests: [{vars: {input: q}, assert: [{type: llm-rubric, value: v, config: c}]}]\n",
+    "agentv-config-text": "providers: [sut]\ntests: [{vars: {input: q}, "
+    "assert: [{type: llm-rubric, value: v, config: c}]}]\n",
 }
 PANEL_LOOP = (
     "targets:\n  - {name: sut, kind: mock}\n  - {name: jury, kind: panel, members: [sut, jury]}\n"

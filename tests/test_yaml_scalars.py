@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from evalrun.launcher.deterministic import run_deterministic
+from evalrun.rubric import load_rubric_file
 from evalrun.spec.loader import load_eval
 from evalrun.targets import load_targets
 from evalrun.yamlsource import parse_yaml_with_lines
@@ -137,3 +138,36 @@ def test_a_quoted_value_gets_no_warning(tmp_path: Path) -> None:
         "tests: [{id: '001', input: \"on\", output: x, metadata: {n: 5}}]\n"
     )
     assert load_eval(path).warnings == []
+
+
+def test_validate_and_run_warn_at_the_line_of_an_unquoted_value_in_targets_yaml(
+    tmp_path: Path,
+) -> None:
+    targets = tmp_path / "targets.yaml"
+    targets.write_text("targets:\n  - name: sut\n    kind: mock\n    default: on\n", "utf-8")
+    path = tmp_path / "s.eval.yaml"
+    path.write_text(
+        "target: sut\ngraders: [{type: contains, value: 'on'}]\ntests: [{id: a, input: q}]\n",
+        encoding="utf-8",
+    )
+    expected = (
+        f"warning: {targets}:4: targets[0].default: the unquoted on is kept as the text 'on', "
+        "though YAML 1.1 reads it as a boolean: quote it to be sure"
+    )
+    checked = run_cli("validate", str(path), cwd=tmp_path, env=cli_env())
+    assert checked.returncode == 0, checked.stderr
+    assert [line for line in checked.stderr.splitlines() if "warning" in line] == [expected]
+    ran = run_cli(str(path), "--out", str(tmp_path / "out"), "-q", cwd=tmp_path, env=cli_env())
+    assert ran.returncode == 0, ran.stderr  # the mock answers "on", which contains 'on'
+    assert [line for line in ran.stderr.splitlines() if "warning" in line] == [expected]
+
+
+def test_a_rubric_keeps_the_text_of_its_version_and_criterion_names(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "version: 1.10\ncriteria:\n  - {name: 001, weight: 1}\n  - {name: no, weight: 1}\n",
+        encoding="utf-8",
+    )
+    rubric = load_rubric_file(path)
+    assert rubric.version == "1.10"
+    assert [c.name for c in rubric.criteria] == ["001", "no"]

@@ -210,6 +210,7 @@ def run(
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
         run_ = EvalRun(loaded, options)
+        _print_warnings(run_.pool.file.warnings)
         writer = run_.open_bundle()
     except PreflightError as exc:
         raise _fail_all(exc.problems, "the run did not start") from None
@@ -367,7 +368,11 @@ def _print_notes(loaded: LoadedEval) -> None:
     otherwise (docs/eval-files.md)."""
     for note in loaded.deprecations:
         typer.echo(printable(f"{note} (deprecated; still loads)"), err=True)
-    for warning in loaded.warnings:
+    _print_warnings(loaded.warnings)
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
         typer.echo(printable(f"warning: {warning}"), err=True)
 
 
@@ -433,6 +438,7 @@ def _validate_one(
         configured = load_targets(lookup.path)
     except (ConfigError, SourceError) as exc:
         return str(exc).splitlines()
+    _print_warnings(configured.warnings)
     problems = check_eval(
         loaded,
         cases=loaded.tests,

@@ -16,6 +16,7 @@ from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
+    Ambiguous,
     LineMap,
     Parsed,
     SourceError,
@@ -214,7 +215,7 @@ def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCas
     lines = {(index,): lineno}
     item = normalize_case(item, (index,), lines)
     try:  # JSON's numbers are typed: `"id": 7` is the text "7" (no warning to give)
-        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, []), path)
+        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, {}, []), path)
     except ValidationError as exc:
         sub = {k[1:]: v for k, v in lines.items() if k[:1] == (index,)}
         return None, _prefix_index(validation_error_message(path, exc, sub, TestCase), index)
@@ -292,12 +293,15 @@ def _load_tests_file(
         raise EvalFileError(f"{path}:1: expected a list of tests")
     cases: list[TestCase] = []
     problems: list[str] = []
+    ambiguous: dict[Any, list[Ambiguous]] = {}  # by test, so each test reads only its own
+    for entry in parsed.ambiguous:
+        if entry[0][: len(at)] == at and len(entry[0]) > len(at):
+            ambiguous.setdefault(entry[0][len(at)], []).append(entry)
     for i, item in enumerate(items):
         item = normalize_case(item, (i,), lines)
         try:
-            case, found = validate_keeping_text(
-                TestCase, item, parsed, path, (*at, i), ("tests", i)
-            )
+            own = parsed._replace(ambiguous=ambiguous.get(i, []))
+            case, found = validate_keeping_text(TestCase, item, own, path, (*at, i), ("tests", i))
         except ValidationError as exc:
             sub = {k[1:]: v for k, v in lines.items() if k[:1] == (i,)}
             problems.append(_prefix_index(validation_error_message(path, exc, sub, TestCase), i))

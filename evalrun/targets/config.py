@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError
 
 if TYPE_CHECKING:
     from evalrun.yamlsource import LineMap
@@ -126,6 +126,13 @@ class TargetsFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     targets: list[TargetConfig] = Field(default_factory=list)
+    #: ``file:line: key: message`` on unquoted values that YAML 1.1 reads otherwise
+    #: (docs/eval-files.md, "YAML values"); the commands print them
+    _warnings: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self._warnings
 
     def get(self, name: str) -> TargetConfig:
         for target in self.targets:
@@ -217,13 +224,14 @@ def load_targets(path: Path | None) -> TargetsFile:
     )
 
     targets: list[dict[str, Any]] = []
+    warnings: list[str] = []
     if path is not None:
         parsed = load_yaml_with_lines(path)
         data = {} if parsed.data is None else parsed.data
         if not isinstance(data, dict):
             raise ConfigError(f"{path}:1: expected a mapping with a 'targets:' list")
         try:
-            loaded, _ = validate_keeping_text(TargetsFile, data, parsed, path)
+            loaded, warnings = validate_keeping_text(TargetsFile, data, parsed, path)
         except ValidationError as exc:
             raise ConfigError(
                 validation_error_message(path, exc, parsed.lines, TargetsFile)
@@ -235,7 +243,9 @@ def load_targets(path: Path | None) -> TargetsFile:
         targets = [t.model_dump(exclude_unset=True) for t in loaded.targets]
     defined = {t["name"] for t in targets}
     targets += [t for t in BUILTIN_TARGETS if t["name"] not in defined]
-    return TargetsFile.model_validate({"targets": targets})
+    out = TargetsFile.model_validate({"targets": targets})
+    out._warnings = warnings
+    return out
 
 
 def _problems(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
@@ -296,38 +306,43 @@ def _problems(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
     return problems
 
 
-def _listed(value: Any) -> list[Any]:
-    """A list's items; another type is reported by the check of the kind's keys."""
-    return value if isinstance(value, list) else []
-
-
 def _panel_loops(loaded: TargetsFile, lines: LineMap) -> list[tuple[int, str]]:
     """A judge panel that is its own member, directly or through other panels, would call
-    itself for ever (docs/judges.md)."""
-    members = {
-        t.name: [m for m in _listed(t.extra("members")) if isinstance(m, str)]
+    itself for ever (docs/judges.md). Each panel's members are searched once (no path is
+    walked twice, however the panels list each other)."""
+    from evalrun.yamlsource import format_loc, line_for
+
+    members = {  # members of another type are reported by the check of the kind's keys
+        t.name: [m for m in t.extra("members") if isinstance(m, str)]
+        if isinstance(t.extra("members"), list)
+        else []
         for t in loaded.targets
         if t.kind == "panel"
     }
-    from evalrun.yamlsource import format_loc, line_for
-
     problems = []
     for i, target in enumerate(loaded.targets):
         if target.kind != "panel":
             continue
-        todo = [(m, [target.name, m]) for m in members[target.name]]
+        start = target.name
+        came_from: dict[str, str] = {}
+        todo = [start]
         while todo:
-            name, trail = todo.pop()
-            if name == target.name:
+            name = todo.pop()
+            if start in members.get(name, []):
+                trail = [name]
+                while trail[-1] != start:
+                    trail.append(came_from[trail[-1]])
                 where = ("targets", i, "members")
                 problems.append(
                     (
                         line_for(lines, where) or 0,
-                        f"{format_loc(where)}: panel '{target.name}' includes itself "
-                        f"({' -> '.join(trail)})",
+                        f"{format_loc(where)}: panel '{start}' includes itself "
+                        f"({' -> '.join([*reversed(trail), start])})",
                     )
                 )
                 break
-            if len(trail) <= len(members):
-                todo += [(m, [*trail, m]) for m in members.get(name, [])]
+            for member in members.get(name, []):
+                if member not in came_from:
+                    came_from[member] = name
+                    todo.append(member)
     return problems

@@ -338,14 +338,22 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     ]
     line = f"{_count_line(counts.get('total', total), summary.get('repeat') or 1)}: "
     line += ", ".join(parts)
+    if (rate_ci := summary.get("pass_rate_ci")) is not None:
+        line += f" · pass rate {_bounded(summary['pass_rate'], rate_ci, '.0%')}"
     if mean is not None:
-        line += f" · mean score {mean:.3f}"
+        line += f" · mean score {_bounded(mean, summary.get('mean_score_ci'), '.3f')}"
     if summary.get("missing"):
         line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)
     console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
+
+
+def _bounded(value: float, ci: list[float] | None, spec: str) -> str:
+    """``67% [21%, 94%]``: a statistic and its 95% interval (docs/results.md#intervals)."""
+    text = format(value, spec)
+    return text if ci is None else f"{text} [{format(ci[0], spec)}, {format(ci[1], spec)}]"
 
 
 def plural(n: int, word: str) -> str:

@@ -16,7 +16,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evalrun", "proxy", "grader_sdk", "graders")
 
 #: Foundations: small modules with no knowledge of any stage.
-BASE = {"evalrun.safetext", "evalrun.suggest", "evalrun.compact", "evalrun.yamlsource"}
+BASE = {
+    "evalrun.safetext",
+    "evalrun.suggest",
+    "evalrun.compact",
+    "evalrun.sqlitewal",
+    "evalrun.yamlsource",
+}
 #: The judge-call record: made by the proxy, carried by launcher and runner, read by reports.
 RECORDS = {"evalrun.judgecall"}
 #: Formats every stage may read or write: the eval file and the results bundle.
@@ -30,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.safetext": set(),
     "evalrun.suggest": set(),
     "evalrun.compact": set(),
+    "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
     "evalrun.judgecall": set(),
     "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},

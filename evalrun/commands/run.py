@@ -250,7 +250,24 @@ def run(
             err=True,
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    _index_run(outcome.summary, out, exit_code, loaded.path.parent)
     raise typer.Exit(exit_code)
+
+
+def _index_run(summary: dict[str, Any], out: Path, exit_code: int, folder: Path) -> None:
+    """Append the run to the run index; a failure is a warning, never the run's exit code
+    (docs/runs.md)."""
+    import sqlite3
+
+    from evalrun.results.index import DEFAULT_INDEX, IndexedRun, git_commit, record
+
+    try:
+        record(DEFAULT_INDEX, IndexedRun.from_summary(summary, out, exit_code, git_commit(folder)))
+    except (OSError, sqlite3.Error) as exc:
+        typer.echo(
+            f"warning: the run is not in the run index {DEFAULT_INDEX}: {printable(str(exc))}",
+            err=True,
+        )
 
 
 def _report_drafts(options: RunOptions, writer: BundleWriter, cases: int) -> ReportDrafts | None:

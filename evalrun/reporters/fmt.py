@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from collections.abc import Callable
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 STATUS_ICONS = {"passed": "✅", "failed": "❌", "error": "⚠️", "unscored": "➖"}

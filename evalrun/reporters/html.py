@@ -157,7 +157,9 @@ def _cards(view: BundleView) -> str:
         )
     run = view.stats
     cards.append(_value_card(fmt.score(run.mean_score), run.mean_score_ci, fmt.score, "mean score"))
-    cards.append(_value_card(fmt.percent(run.pass_rate), run.pass_rate_ci, fmt.percent, "pass rate"))
+    cards.append(
+        _value_card(fmt.percent(run.pass_rate), run.pass_rate_ci, fmt.percent, "pass rate")
+    )
     calls = view.judge_stats["count"]
     cards.append(f'<div class="card"><b>{calls}</b><span>judge calls</span></div>')
     return f'<section id="summary" class="cards">{"".join(cards)}</section>'

@@ -178,7 +178,7 @@ def run_mean_ci(
     means = []
     for _ in range(resamples):
         left, rest, total = n, n, 0.0
-        for size, value in zip(sizes[:-1], values[:-1]):
+        for size, value in zip(sizes[:-1], values[:-1], strict=True):
             drawn = binomial(rng, left, size / rest)
             total += drawn * value
             left -= drawn

@@ -72,9 +72,10 @@ class IndexedRun:
         cls, summary: Mapping[str, Any], bundle: Path, exit_code: int, git_commit: str | None
     ) -> IndexedRun:
         counts = summary.get("counts") or {}
+        eval_file = summary.get("eval_file")
         return cls(
             eval=summary.get("eval"),
-            eval_file=summary.get("eval_file"),
+            eval_file=str(Path(eval_file).resolve()) if eval_file else None,
             description=summary.get("description"),
             started_at=summary.get("started_at"),
             finished_at=summary.get("finished_at"),

@@ -255,3 +255,19 @@ def test_a_bundle_without_a_summary_still_finds_its_repeats(tmp_path) -> None:
     view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
     assert view.repeats is not None and set(view.repeats.cases) == {"x", "y"}
     assert view.stats.case_count == 2 and view.stats.counts["total"] == 6
+
+
+def test_the_run_prints_both_intervals_on_its_last_line(tmp_path) -> None:
+    """A real run of 1 passed and 1 failed: Wilson(1, 2) = 0.5 +- 0.4055 (by hand:
+    half = z / (1 + z^2/2) * sqrt(1/8 + z^2/16)) and the bootstrap of [1, 0] spans [0, 1]."""
+    from conftest import run_cli
+
+    (tmp_path / "e.eval.yaml").write_text(
+        "graders:\n  - {name: paris, type: contains, value: Paris}\n"
+        "tests:\n  - {id: right, input: q, output: Paris.}\n"
+        "  - {id: wrong, input: q, output: Lyon.}\n"
+    )
+    result = run_cli("e.eval.yaml", "--out", "o", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    line = "2 cases: 1 passed, 1 failed · pass rate 50% [9%, 91%] · mean score 0.500 [0.000, 1.000]"
+    assert line in result.stdout.splitlines()

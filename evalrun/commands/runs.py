@@ -16,7 +16,7 @@ def runs(
     eval_name: str | None = typer.Option(
         None, "--eval", metavar="NAME", help="Only runs of this eval (its name or its file)."
     ),
-    limit: int | None = typer.Option(20, "--limit", min=1, help="At most this many runs."),
+    limit: int = typer.Option(20, "--limit", min=1, help="At most this many runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as a JSON array."),
     index: Path = typer.Option(DEFAULT_INDEX, "--index", metavar="PATH", help="The index to read."),
 ) -> None:

@@ -243,6 +243,7 @@ def run(
             _print_table(outcome.cases, outcome.total, outcome.summary, out)
         else:
             print(printable(out))
+        _index_run(outcome.summary, out, exit_code, loaded.path.parent)
     except KeyboardInterrupt:  # the bundle is whole: what is missing is derived from it
         typer.echo(
             f"\ninterrupted after the run; the results are in {printable(out)}: "
@@ -250,7 +251,6 @@ def run(
             err=True,
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
-    _index_run(outcome.summary, out, exit_code, loaded.path.parent)
     raise typer.Exit(exit_code)
 
 

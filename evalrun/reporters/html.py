@@ -884,8 +884,8 @@ dl.meta dt { color: var(--muted); } dl.meta dd { margin: 0; word-break: break-wo
 .cards { display: flex; flex-wrap: wrap; gap: .6rem; margin-top: 1.2rem; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
   padding: .5rem .9rem; min-width: 6.5rem; text-align: left; color: inherit; font: inherit; }
-.card b { display: block; font-size: 1.35rem; }
-.card small { display: block; color: var(--muted); font-size: .8rem; } .card span { color: var(--muted); }
+.card b { display: block; font-size: 1.35rem; } .card span { color: var(--muted); }
+.card small { display: block; color: var(--muted); font-size: .8rem; }
 button.card { cursor: pointer; border-left: 5px solid var(--unscored); }
 button.card.passed { border-left-color: var(--passed); }
 button.card.failed { border-left-color: var(--failed); }

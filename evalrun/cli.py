@@ -64,6 +64,7 @@ COMMANDS: dict[str, str] = {
     "report": "report",
     "merge": "report",
     "compare": "report",
+    "runs": "runs",
     "proxy": "proxy",
     "grader": "grader",
     "sdk": "sdk",

@@ -24,6 +24,7 @@ BASE = {
     "evalrun.suggest",
     "evalrun.compact",
     "evalrun.hardening",
+    "evalrun.sqlitewal",
     "evalrun.yamlsource",
 }
 #: The judge-call record: made by the proxy, carried by launcher and runner, read by reports.
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.safetext": set(),
     "evalrun.suggest": set(),
     "evalrun.compact": set(),
+    "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
     "evalrun.judgecall": set(),
     "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},

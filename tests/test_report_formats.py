@@ -85,7 +85,9 @@ def test_write_reports_writes_the_default_files(run: Path) -> None:
 def test_markdown_report(run: Path) -> None:
     md = render(load_bundle(run), "md")
     assert md.startswith("# Eval report: rag-demo")
-    assert "| 7 | 7 | 2 | 2 | 2 | 1 | 0.690 | 28.6% |" in md
+    # pass rate 2/7 with its Wilson interval [8.2%, 64.1%] (by hand: centre 0.3616, half
+    # 0.2794); the mean's bootstrap interval is the seeded one test_report_stats.py checks
+    assert "| 7 | 7 | 2 | 2 | 2 | 1 | 0.690 [0.480, 0.900] | 28.6% [8.2%, 64.1%] |" in md
     assert "| precision | 0.588 |" in md
     assert "## Failures and errors (4)" in md
     assert "no Paris" in md and "ValueError: boom" in md and "target timed out" in md
@@ -122,6 +124,8 @@ def test_json_report_has_the_statistics(run: Path, repeat_run: Path) -> None:
     assert data["repeat_stats"] is None
     assert {f["id"] for f in data["failures"]} == {"beta-10", "beta-2", "gamma", "delta", "epsilon"}
     assert data["judge_calls"]["count"] == 2 and data["judge_calls"]["cached"] == 1
+    assert data["pass_rate_ci"] == pytest.approx([0.0822189, 0.6410655])
+    assert data["mean_score_ci"] == pytest.approx([0.48, 0.90])
     rep = json.loads(render(load_bundle(repeat_run), "json"))
     assert set(rep["repeat_stats"]["cases"]) == {"r1", "r2", "r3"}
     assert set(rep["repeat_stats"]["cases"]["r1"]["pass_at_k"]) == {"1", "2", "3"}
@@ -153,6 +157,11 @@ def test_junit_is_valid_and_maps_statuses(run: Path) -> None:
     assert len(list(by_name["alpha"])) == 1  # only system-out
     assert by_name["beta-10"].find("system-out").text.startswith('<script>alert("x")')
     assert by_name["alpha"].get("time") == "0.300"
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert (float(props["pass_rate_ci_low"]), float(props["pass_rate_ci_high"])) == pytest.approx(
+        (0.0822189, 0.6410655)
+    )
+    assert props["mean_score_ci_low"] == "0.48" and props["mean_score_ci_high"] == "0.9"
 
 
 def test_junit_one_testcase_per_repeat(repeat_run: Path) -> None:
@@ -200,6 +209,8 @@ def test_html_is_self_contained_and_escaped(run: Path) -> None:
     assert '<svg id="score-chart"' in page
     assert "Judge calls (2)" in page
     assert page.count('class="bar"') >= 4
+    assert '<b>0.690</b><small title="95% interval">[0.480, 0.900]</small>' in page
+    assert '<b>28.6%</b><small title="95% interval">[8.2%, 64.1%]</small>' in page
 
 
 def test_github_escaping_rules() -> None:
@@ -219,6 +230,7 @@ def test_github_actions_output(run: Path, tmp_path: Path) -> None:
     text = summary.read_text()
     assert text.startswith("earlier step\n# Eval report: rag-demo")
     assert "<details>" not in text
+    assert "0.690 [0.480, 0.900] | 28.6% [8.2%, 64.1%] |" in text
     lines = out.getvalue().splitlines()
     assert len(lines) == 4 and all(line.startswith("::error title=") for line in lines)
     beta = next(line for line in lines if "beta-10" in line)

@@ -77,6 +77,85 @@ def test_bootstrap_is_deterministic_for_a_seed() -> None:
     assert low < stats.mean(deltas) < high
 
 
+def _wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval as textbooks write it: the two roots p of
+    (p - k/n)^2 = z^2 p (1 - p) / n."""
+    # n p^2 - 2 k p + k^2/n = z^2 p - z^2 p^2  ->  (n + z^2) p^2 - (2k + z^2) p + k^2/n = 0
+    a, b, c = n + z * z, -(2 * k + z * z), k * k / n
+    root = math.sqrt(b * b - 4 * a * c)
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
+def test_wilson_interval_matches_hand_computed_values_and_the_quadratic() -> None:
+    # 2 of 3: centre (2/3 + z^2/6) / (1 + z^2/3) = 0.5731, half-width 0.3654
+    assert stats.wilson_interval(2, 3) == pytest.approx((0.2076596, 0.9385081), abs=1e-7)
+    # 0 of 10: [0, z^2/(n + z^2)] = [0, 0.2775]
+    assert stats.wilson_interval(0, 10) == pytest.approx((0.0, 0.2775328), abs=1e-7)
+    assert stats.wilson_interval(10, 10) == pytest.approx((0.7224672, 1.0), abs=1e-7)
+    for n in (1, 2, 7, 40, 1000):
+        for k in range(0, n + 1, max(1, n // 7)):
+            assert stats.wilson_interval(k, n) == pytest.approx(_wilson(k, n), abs=1e-12)
+    assert stats.wilson_interval(0, 0) is None
+
+
+def _exact_bootstrap_quantiles(values: list[float]) -> tuple[float, float]:
+    """The 2.5% and 97.5% quantiles of the mean over all n^n equally likely resamples."""
+    n = len(values)
+    means = sorted(sum(pick) / n for pick in product(values, repeat=n))
+    return means[math.floor(0.025 * len(means))], means[math.ceil(0.975 * len(means)) - 1]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[0.95, 0.6, 0.35, 1.0, 0.55], [1.0, 1.0, 0.0, 1.0, 0.0, 1.0], [0.2, 0.25, 0.9, 0.3, 0.1]],
+)
+def test_run_mean_interval_is_the_bootstrap_of_the_mean(values: list[float]) -> None:
+    """Seeded and so reproducible; close to the exact bootstrap (every resample enumerated):
+    1,000 resamples read each tail from 25 of them."""
+    low, high = stats.run_mean_ci(values)
+    exact_low, exact_high = _exact_bootstrap_quantiles(values)
+    spread = max(values) - min(values)
+    assert abs(low - exact_low) <= 0.04 * spread and abs(high - exact_high) <= 0.04 * spread
+    assert stats.run_mean_ci(values) == (low, high)
+    assert stats.run_mean_ci(list(reversed(values))) == (low, high)  # order does not matter
+
+
+def test_run_mean_interval_of_many_results() -> None:
+    """10,000 pass/fail scores, 7,500 passed: the bootstrap agrees with the normal interval
+    p +- z sqrt(p(1-p)/n) = 0.75 +- 0.00849; and the seeded interval the reports pin."""
+    scores = [1.0] * 7500 + [0.0] * 2500
+    low, high = stats.run_mean_ci(scores)
+    half = 1.959963984540054 * math.sqrt(0.75 * 0.25 / 10_000)
+    assert low == pytest.approx(0.75 - half, abs=0.0015)
+    assert high == pytest.approx(0.75 + half, abs=0.0015)
+    assert stats.run_mean_ci([0.95, 0.6, 0.35, 1.0, 0.55]) == pytest.approx((0.48, 0.9))
+    assert stats.run_mean_ci([0.4, 0.4]) == (0.4, 0.4)
+    assert stats.run_mean_ci([]) is None
+
+
+def test_binomial_draws_have_the_binomial_mean_and_variance() -> None:
+    """Both methods (geometric jumps for n*p < 10, BTRS above), and p > 0.5 by symmetry."""
+    import random
+
+    rng = random.Random(7)
+    for n, p in ((6, 0.3), (40, 0.1), (500, 0.3), (20_000, 0.5), (50, 0.9)):
+        draws = [stats.binomial(rng, n, p) for _ in range(20_000)]
+        assert all(0 <= d <= n for d in draws)
+        mean = sum(draws) / len(draws)
+        var = sum((d - mean) ** 2 for d in draws) / len(draws)
+        sd_of_mean = math.sqrt(n * p * (1 - p) / len(draws))
+        assert abs(mean - n * p) < 5 * sd_of_mean
+        assert var == pytest.approx(n * p * (1 - p), rel=0.05)
+    assert stats.binomial(rng, 5, 0.0) == 0 and stats.binomial(rng, 5, 1.0) == 5
+
+
+def test_summary_carries_both_intervals() -> None:
+    summary = summarize(mixed_cases())
+    assert summary["pass_rate_ci"] == pytest.approx(list(_wilson(2, 7)))
+    assert summary["mean_score_ci"] == list(stats.run_mean_ci([0.95, 0.6, 0.35, 1.0, 0.55]))
+    assert RunMeta.from_dict(summary).extra == {}  # statistics, recomputed when read
+
+
 def test_summarize_counts_means_and_graders() -> None:
     cases = mixed_cases()
     summary = summarize(cases, RunMeta(eval="demo", target="mock", shard="1/2"))
@@ -176,3 +255,19 @@ def test_a_bundle_without_a_summary_still_finds_its_repeats(tmp_path) -> None:
     view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
     assert view.repeats is not None and set(view.repeats.cases) == {"x", "y"}
     assert view.stats.case_count == 2 and view.stats.counts["total"] == 6
+
+
+def test_the_run_prints_both_intervals_on_its_last_line(tmp_path) -> None:
+    """A real run of 1 passed and 1 failed: Wilson(1, 2) = 0.5 +- 0.4055 (by hand:
+    half = z / (1 + z^2/2) * sqrt(1/8 + z^2/16)) and the bootstrap of [1, 0] spans [0, 1]."""
+    from conftest import run_cli
+
+    (tmp_path / "e.eval.yaml").write_text(
+        "graders:\n  - {name: paris, type: contains, value: Paris}\n"
+        "tests:\n  - {id: right, input: q, output: Paris.}\n"
+        "  - {id: wrong, input: q, output: Lyon.}\n"
+    )
+    result = run_cli("e.eval.yaml", "--out", "o", "--no-cache", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    line = "2 cases: 1 passed, 1 failed · pass rate 50% [9%, 91%] · mean score 0.500 [0.000, 1.000]"
+    assert line in result.stdout.splitlines()

@@ -244,6 +244,7 @@ def run(
             _print_table(outcome.cases, outcome.total, outcome.summary, out)
         else:
             print(printable(out))
+        _index_run(outcome.summary, out, exit_code, loaded.path.parent)
     except KeyboardInterrupt:  # the bundle is whole: what is missing is derived from it
         typer.echo(
             f"\ninterrupted after the run; the results are in {printable(out)}: "
@@ -252,6 +253,22 @@ def run(
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     raise typer.Exit(exit_code)
+
+
+def _index_run(summary: dict[str, Any], out: Path, exit_code: int, folder: Path) -> None:
+    """Append the run to the run index; a failure is a warning, never the run's exit code
+    (docs/runs.md)."""
+    import sqlite3
+
+    from evalrun.results.index import DEFAULT_INDEX, IndexedRun, git_commit, record
+
+    try:
+        record(DEFAULT_INDEX, IndexedRun.from_summary(summary, out, exit_code, git_commit(folder)))
+    except (OSError, sqlite3.Error) as exc:
+        typer.echo(
+            f"warning: the run is not in the run index {DEFAULT_INDEX}: {printable(str(exc))}",
+            err=True,
+        )
 
 
 def _report_drafts(options: RunOptions, writer: BundleWriter, cases: int) -> ReportDrafts | None:
@@ -339,14 +356,22 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     ]
     line = f"{_count_line(counts.get('total', total), summary.get('repeat') or 1)}: "
     line += ", ".join(parts)
+    if (rate_ci := summary.get("pass_rate_ci")) is not None:
+        line += f" · pass rate {_bounded(summary['pass_rate'], rate_ci, '.0%')}"
     if mean is not None:
-        line += f" · mean score {mean:.3f}"
+        line += f" · mean score {_bounded(mean, summary.get('mean_score_ci'), '.3f')}"
     if summary.get("missing"):
         line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)
     console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
+
+
+def _bounded(value: float, ci: list[float] | None, spec: str) -> str:
+    """``67% [21%, 94%]``: a statistic and its 95% interval (docs/results.md#intervals)."""
+    text = format(value, spec)
+    return text if ci is None else f"{text} [{format(ci[0], spec)}, {format(ci[1], spec)}]"
 
 
 def plural(n: int, word: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -15,6 +16,16 @@ def score(value: float | None, digits: int = 3) -> str:
 
 def percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def bounds(ci: tuple[float, float], show: Callable[[float], str]) -> str:
+    """``[0.333, 1.000]``: a 95% interval (docs/results.md#intervals)."""
+    return f"[{show(ci[0])}, {show(ci[1])}]"
+
+
+def interval(text: str, ci: tuple[float, float] | None, show: Callable[[float], str]) -> str:
+    """``0.722 [0.333, 1.000]``: a value and its interval, or the value alone."""
+    return text if ci is None else f"{text} {bounds(ci, show)}"
 
 
 def seconds(value: float | None) -> str:

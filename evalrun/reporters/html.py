@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, TextIO
 
@@ -155,15 +155,22 @@ def _cards(view: BundleView) -> str:
             f'<button type="button" class="card {status}" data-filter-status="{status}">'
             f"<b>{counts.get(status, 0)}</b><span>{status}</span></button>"
         )
+    run = view.stats
+    cards.append(_value_card(fmt.score(run.mean_score), run.mean_score_ci, fmt.score, "mean score"))
     cards.append(
-        f'<div class="card"><b>{fmt.score(view.stats.mean_score)}</b><span>mean score</span></div>'
-    )
-    cards.append(
-        f'<div class="card"><b>{fmt.percent(view.stats.pass_rate)}</b><span>pass rate</span></div>'
+        _value_card(fmt.percent(run.pass_rate), run.pass_rate_ci, fmt.percent, "pass rate")
     )
     calls = view.judge_stats["count"]
     cards.append(f'<div class="card"><b>{calls}</b><span>judge calls</span></div>')
     return f'<section id="summary" class="cards">{"".join(cards)}</section>'
+
+
+def _value_card(
+    value: str, ci: tuple[float, float] | None, show: Callable[[float], str], label: str
+) -> str:
+    """A card with the value's 95% interval under it (docs/results.md#intervals)."""
+    small = "" if ci is None else f'<small title="95% interval">{fmt.bounds(ci, show)}</small>'
+    return f'<div class="card"><b>{value}</b>{small}<span>{label}</span></div>'
 
 
 def count_ticks(peak: int, most: int = 5) -> list[int]:
@@ -878,6 +885,7 @@ dl.meta dt { color: var(--muted); } dl.meta dd { margin: 0; word-break: break-wo
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
   padding: .5rem .9rem; min-width: 6.5rem; text-align: left; color: inherit; font: inherit; }
 .card b { display: block; font-size: 1.35rem; } .card span { color: var(--muted); }
+.card small { display: block; color: var(--muted); font-size: .8rem; }
 button.card { cursor: pointer; border-left: 5px solid var(--unscored); }
 button.card.passed { border-left-color: var(--passed); }
 button.card.failed { border-left-color: var(--failed); }

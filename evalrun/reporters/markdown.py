@@ -89,8 +89,8 @@ def _summary_lines(view: BundleView) -> list[str]:
         str(c["failed"]),
         str(c["error"]),
         str(c["unscored"]),
-        fmt.score(view.stats.mean_score),
-        fmt.percent(view.stats.pass_rate),
+        fmt.interval(fmt.score(view.stats.mean_score), view.stats.mean_score_ci, fmt.score),
+        fmt.interval(fmt.percent(view.stats.pass_rate), view.stats.pass_rate_ci, fmt.percent),
     ]
     header = [
         "Cases",
@@ -102,7 +102,8 @@ def _summary_lines(view: BundleView) -> list[str]:
         "Mean score",
         "Pass rate",
     ]
-    return ["## Summary", "", *_table(header, [row], "rrrrrrrr")]
+    note = "Brackets: 95% intervals, Wilson for the pass rate, bootstrap for the mean score."
+    return ["## Summary", "", *_table(header, [row], "rrrrrrrr"), note, ""]
 
 
 def _grader_lines(view: BundleView) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from evalrun.results import stats
@@ -88,7 +89,7 @@ _SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard")
 #: Keys of summary.json that :meth:`RunStats.to_dict` and ``repeat_stats`` fill.
 STATS_KEYS = frozenset(
     {"counts", "cases", "mean_score", "median_score", "pass_rate", "graders", "usage"}
-    | {"repeat_stats"}
+    | {"mean_score_ci", "pass_rate_ci", "repeat_stats"}
 )
 _TYPES: dict[str, tuple[type, ...]] = {
     "duration_s": (int, float),
@@ -356,17 +357,34 @@ class RunStats:
         total = self.counts["total"]
         return self.counts["passed"] / total if total else None
 
+    @property
+    def pass_rate_ci(self) -> tuple[float, float] | None:
+        """95% Wilson score interval of the pass rate (docs/results.md#intervals)."""
+        return stats.wilson_interval(self.counts["passed"], self.counts["total"])
+
+    @cached_property
+    def mean_score_ci(self) -> tuple[float, float] | None:
+        """95% percentile bootstrap interval of the mean score (docs/results.md#intervals):
+        computed once, as summary.json and every report show it."""
+        return stats.run_mean_ci(self.scores)
+
     def to_dict(self) -> dict[str, Any]:
         """The statistics block shared by summary.json and report.json."""
         return {
             "counts": self.counts,
             "cases": self.case_count,
             "mean_score": self.mean_score,
+            "mean_score_ci": _pair(self.mean_score_ci),
             "median_score": self.median_score,
             "pass_rate": self.pass_rate,
+            "pass_rate_ci": _pair(self.pass_rate_ci),
             "graders": {name: g.to_dict() for name, g in self.graders.items()},
             "usage": self.usage,
         }
+
+
+def _pair(interval: tuple[float, float] | None) -> list[float] | None:
+    return list(interval) if interval is not None else None
 
 
 def _add_numbers(into: dict[str, float], values: Mapping[str, Any]) -> None:
@@ -396,6 +414,7 @@ class StatsBuilder:
         self.by_case = by_case
         self._grouped: list[CaseResult] = []
         self.saw_repeats = False
+        self._built: tuple[int, float, RunStats] | None = None
 
     def add(self, case: CaseResult) -> None:
         """One result: a :class:`CaseResult` (full or slim)."""
@@ -438,6 +457,10 @@ class StatsBuilder:
             )
 
     def build(self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND) -> RunStats:
+        """The statistics so far; the same object until more results come, so the run's summary
+        and its reports compute the score interval once."""
+        if self._built is not None and self._built[:2] == (self.total, unstable_bound):
+            return self._built[2]
         counts: dict[str, int] = dict(self.counts)
         counts["total"] = self.total
         judge = dict(self.judge)
@@ -446,7 +469,7 @@ class StatsBuilder:
         case_count = len(repeats.cases) if repeats else self.total
         if self.by_case and repeats is None:
             case_count = len({c.id for c in self._grouped})
-        return RunStats(
+        run = RunStats(
             counts=counts,
             case_count=case_count,
             scores=self.scores,
@@ -456,6 +479,8 @@ class StatsBuilder:
             max_repeat=self.max_repeat,
             score_bins=[dict(b) for b in self.bins],
         )
+        self._built = (self.total, unstable_bound, run)
+        return run
 
 
 def compute_stats(

@@ -1,8 +1,8 @@
 """The response cache: one SQLite file (WAL) mapping a request key to the response JSON.
 
 Lookups are a primary-key read on local disk, quick enough to run inline on the event loop;
-a lock makes the one connection safe from several threads, and WAL plus a busy timeout lets
-parallel ``evalrun`` processes (shards) share a directory.
+a lock makes the one connection safe from several threads, and WAL plus a busy timeout
+(``evalrun/sqlitewal.py``) lets parallel ``evalrun`` processes (shards) share a directory.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from evalrun.sqlitewal import open_wal
 from evalrun.targets.base import CompletionRequest, CompletionResponse
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.stores.format import (
@@ -34,42 +35,12 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-#: How long opening the cache waits for other processes that hold it (SQLite's busy timeout).
-BUSY_TIMEOUT_S = 10.0
-
-
-def _open(path: Path) -> sqlite3.Connection:
-    """A connection to the cache, in WAL mode with the table made. Processes that open a new
-    cache at once (Ray's workers, a sharded run's shards) race to switch it to WAL, and SQLite
-    answers the loser "database is locked" at once instead of waiting: retried until the busy
-    timeout. A file already in WAL mode needs no switch."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    delay = 0.01
-    while True:
-        db = sqlite3.connect(
-            path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
-        )
-        try:
-            if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
-                db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
-            return db
-        except BaseException as exc:
-            db.close()
-            locked = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
-            if not locked or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-
-
 class ResponseCache:
     def __init__(self, directory: Path) -> None:
         self.path = Path(directory) / FILENAME
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db: sqlite3.Connection | None = _open(self.path)
+            self._db: sqlite3.Connection | None = open_wal(self.path, _SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise ConfigError(f"cannot open the response cache at {self.path}: {exc}") from None
         self._lock = threading.Lock()

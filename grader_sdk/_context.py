@@ -8,7 +8,7 @@ messages ``{"role", "content", "tool_calls": [{"tool", "input", "output"}]}``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 _TEXT_KEYS = ("text", "content", "page_content", "pageContent", "chunk", "passage", "document")
@@ -63,7 +63,7 @@ def normalize_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if content is None:
         return ""

@@ -152,7 +152,7 @@ def grade(inp: GraderInput) -> GraderResult:
     check_payload_budget(inp, total, work)
     client = TargetClient.from_env()
     expected = inp.expected_text() if config.get("include_expected", True) else None
-    options = {"target": config.get("judge_target")}
+    options: dict[str, Any] = {"target": config.get("judge_target")}
     left = total
     for group in groups:
         try:

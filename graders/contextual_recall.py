@@ -12,6 +12,8 @@ config:
 
 from __future__ import annotations
 
+from typing import Any
+
 from grader_sdk import (
     Abstain,
     BudgetExceeded,
@@ -93,7 +95,7 @@ def grade(inp: GraderInput) -> GraderResult:
             misses=[expected],
             details={"statements": [], "context_size": 0},
         )
-    options = {"target": inp.config.get("judge_target")}
+    options: dict[str, Any] = {"target": inp.config.get("judge_target")}
     work = "extracting statements and judging them"
     check_payload_budget(inp, 2, work)
     client = TargetClient.from_env()

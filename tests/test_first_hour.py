@@ -317,6 +317,7 @@ def test_duplicate_ids_and_jsonl_keys_are_reported_where_they_are(tmp_path):
 # 7. empty shards pass, a --filter that matches nothing does not --------------------------------
 
 
+@pytest.mark.slow
 def test_an_empty_shard_writes_an_empty_bundle_and_exits_0(tmp_path):
     outs = []
     for index in range(1, 10):
@@ -353,6 +354,7 @@ def _help(*command: str) -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_help_shows_placeholders_not_python_types():
     for command in (
         ("run",),
@@ -483,6 +485,7 @@ def test_grader_check_verbose_shows_reasons_and_judge_replies():
 # 11. plain pytest collects; docs examples keep runs/ out of the repo root ----------------------
 
 
+@pytest.mark.slow
 def test_plain_pytest_collects_and_runs_folders_stay_out_of_the_repo():
     pytest_bin = Path(sys.executable).parent / "pytest"
     if not pytest_bin.exists():

@@ -61,6 +61,7 @@ def test_the_js_grader_passes_in_both_modes():
     assert result.stdout.count("serve") >= 4
 
 
+@pytest.mark.slow
 def test_a_grader_that_does_not_serve_still_passes_per_process(tmp_path):
     grader = tmp_path / "once.py"
     grader.write_text("import sys\nsys.stdin.read()\nprint('{\"score\": 1}')\n")

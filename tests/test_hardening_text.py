@@ -138,6 +138,7 @@ _TRICKY_TEXT = st.lists(
 ).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     st.recursive(

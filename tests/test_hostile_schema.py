@@ -77,6 +77,7 @@ def proxy_schema(live_proxy: ThreadedProxy) -> object:
 schema = schemathesis.pytest.from_fixture("proxy_schema")
 
 
+@pytest.mark.slow
 @schema.parametrize()
 @settings(
     max_examples=15,

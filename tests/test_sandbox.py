@@ -154,6 +154,7 @@ def _scores(bundle: Path) -> dict:
     return {r["id"]: (r["status"], [g["score"] for g in r["graders"]]) for r in results}
 
 
+@pytest.mark.slow
 @needs_bwrap
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_sdk_and_shell_graders_score_the_same_in_every_mode(tmp_path: Path) -> None:

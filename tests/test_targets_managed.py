@@ -75,6 +75,7 @@ def test_429_honours_retry_after_seconds() -> None:
     run(main())
 
 
+@pytest.mark.slow
 def test_429_honours_retry_after_http_date() -> None:
     async def main() -> None:
         sleeps = Sleeps()
@@ -484,6 +485,7 @@ ResponseCache(Path(sys.argv[1])).close()
 """
 
 
+@pytest.mark.slow
 def test_processes_that_open_a_new_cache_at_once_all_get_it(tmp_path: Path) -> None:
     """Ray's workers and a sharded run's shards open one cache folder at the same moment;
     SQLite's switch of a new file to WAL does not wait for a lock, and must not fail a run."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-sys.modules.setdefault("httpx._main", None)  # type: ignore[assignment]
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 import httpx  # noqa: E402
 

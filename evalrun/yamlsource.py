@@ -59,7 +59,7 @@ class _CoreLoader(yaml.SafeLoader):
 
     yaml_implicit_resolvers: dict[str | None, list[tuple[str, re.Pattern[str]]]] = {}
 
-    def compose_scalar_node(self, anchor: str | None) -> yaml.Node:
+    def compose_scalar_node(self, anchor: Any) -> Any:
         event = self.peek_event()
         node = super().compose_scalar_node(anchor)
         node.guessed = event.tag is None and event.style is None  # type: ignore[attr-defined]
@@ -199,12 +199,12 @@ class _Walk:
                 if key_node.tag not in (_STR, *_KIND):
                     raise SourceError(self.unsupported(key_node, path, key_line))
                 key = repair(key_node.value)[0]  # a key is a name: `1:` and `yes:` are text
+                where = (*path, key)  # named: mypy misreads `lines[(*path, key)]` on 3.10
                 if key in out:
                     raise SourceError(
-                        f"{self.name}:{key_line}: {format_loc((*path, key))}: the key is repeated "
-                        f"(first on line {self.lines[(*path, key)]}); a key may appear once"
+                        f"{self.name}:{key_line}: {format_loc(where)}: the key is repeated "
+                        f"(first on line {self.lines[where]}); a key may appear once"
                     )
-                where = (*path, key)  # named: mypy misreads `lines[(*path, key)]` on 3.10
                 out[key] = self.node(value_node, where, key_line)
                 self.lines[where] = key_line
             return out
@@ -381,7 +381,9 @@ def _keep_text(
     for err in exc.errors():
         if err["type"] != "string_type":
             continue
-        holder, key, path = None, None, at
+        holder: Any = None
+        key: Any = None
+        path = at
         value = data
         for part in err["loc"]:
             if (
@@ -393,7 +395,7 @@ def _keep_text(
         if holder is None or not isinstance(value, (bool, int, float)):
             continue
         written, read = parsed.texts.get(path, ("", None))
-        text = written if type(read) is type(value) and read == value else ""
+        text: str | None = written if type(read) is type(value) and read == value else ""
         text = text or parsed.texts_by_line.get((parsed.lines.get(path, 0), type(value), value))
         if not text and type(value) is int:  # JSON, or a value an AgentV mapping cannot say
             text = str(value)

@@ -45,11 +45,11 @@ def schema_problem(schema: dict[str, Any]) -> str | None:
 def _problem_of(schema_text: str) -> str | None:
     schema = json.loads(schema_text)
     dialect = schema.get("$schema")
-    known = isinstance(dialect, str) and validators.validator_for(schema, default=None) is not None
+    known = isinstance(dialect, str) and validators.validator_for(schema, default=None) is not None  # type: ignore[arg-type]
     if dialect is not None and not known:
         return f"unknown $schema {dialect!r}: name a draft's meta-schema URI ({_KNOWN_DRAFTS})"
     cls = _validator_class(schema)
-    specification = specification_with(cls.ID_OF(cls.META_SCHEMA))
+    specification = specification_with(cls.ID_OF(cls.META_SCHEMA))  # type: ignore[attr-defined]
     try:
         cls.check_schema(schema)
     except SchemaError as exc:

@@ -117,6 +117,10 @@ def test_csv_problems_name_the_file_the_row_line_and_the_key(tmp_path: Path) -> 
         "name enclosed in double quotes); "
         "a 'graders' cell holds JSON"
     ]
+    write(tmp_path, "r.csv", f"id,input\na,{'x' * 131_073}\n")  # past the csv module's limit
+    assert problems(tmp_path / "r.eval.yaml") == [
+        f"{tmp_path / 'r.csv'}:2: invalid CSV: field larger than field limit (131072)"
+    ]
     write(tmp_path, "r.csv", "id,input\na,x,extra\n")
     assert problems(tmp_path / "r.eval.yaml") == [
         f"{tmp_path / 'r.csv'}:2: the row has 3 cells; the header has 2"

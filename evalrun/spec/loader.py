@@ -193,7 +193,9 @@ class StreamedCases(Sequence[TestCase]):
 
     def __iter__(self) -> Iterator[TestCase]:
         if self.source.stamp() != self._stamp:
-            raise EvalFileError(f"{self.source.name}: the tests changed after it was checked")
+            raise EvalFileError(
+                f"{self.source.name}: the tests source changed after it was checked"
+            )
         for index, (position, item) in enumerate(self.source.rows()):
             case, problem = _row_case(self.source, index, position, item)
             if case is None:

@@ -138,6 +138,9 @@ tests:
 """
     (case,) = list(load_eval(write(tmp_path, "m.eval.yaml", mapped)).tests)
     assert (case.id, case.input, case.expected_output) == ("0", "What?", "That.")
+    twice = mapped + "    criteria: question\n"  # one column may feed two keys
+    (case,) = list(load_eval(write(tmp_path, "t.eval.yaml", twice)).tests)
+    assert (case.input, case.criteria) == ("What?", "What?")
     bad = mapped + "    inptu: question\n    criteria: anwser\n"
     assert problems(write(tmp_path, "b.eval.yaml", bad)) == [
         f"{tmp_path / 'b.eval.yaml'}:7: tests.columns.inptu: Extra inputs are not permitted: "

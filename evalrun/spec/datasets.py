@@ -79,8 +79,8 @@ class JsonlRows:
 class CsvRows(JsonlRows):
     """A ``.csv`` tests file: the header row names the columns, one test per row."""
 
-    #: the test key each column feeds, in the header's order (None: a column not read)
-    keys: list[str | None] = field(default_factory=list)
+    #: the header's names, in order
+    header: list[str] = field(default_factory=list)
 
     def rows(self) -> Iterator[tuple[int, Any]]:
         try:
@@ -98,16 +98,17 @@ class CsvRows(JsonlRows):
 
     def _case(self, cells: list[str], line: int, index: int) -> dict[str, Any]:
         """A row as test keys: an empty cell is a key not given (docs/datasets.md)."""
-        if len(cells) != len(self.keys):
+        if len(cells) != len(self.header):
             raise SourceError(
                 f"{self.path}:{line}: the row has {len(cells)} cells; the header has "
-                f"{len(self.keys)}"
+                f"{len(self.header)}"
             )
-        item: dict[str, Any] = {} if "id" in self.keys else {"id": str(index)}
-        for key, cell in zip(self.keys, cells, strict=True):
-            if key is None or cell == "":
-                continue
-            item[key] = self._json(cell, line, index, key) if key in JSON_KEYS else cell
+        row = dict(zip(self.header, cells, strict=True))
+        item: dict[str, Any] = {} if "id" in self.columns else {"id": str(index)}
+        for key, column in self.columns.items():
+            cell = row[column]
+            if cell != "":
+                item[key] = self._json(cell, line, index, key) if key in JSON_KEYS else cell
         return item
 
     def _json(self, cell: str, line: int, index: int, key: str) -> Any:
@@ -153,14 +154,14 @@ def open_csv(path: Path, columns: dict[str, str] | None, where: Callable[[str], 
         raise SourceError(f"{path}: not UTF-8 text") from None
     if not header:
         raise SourceError(f"{path}:1: no header row (the first row names the columns)")
-    keys, mapping = _keys(header, columns, f"{path}:1", where)
-    return CsvRows(path, mapping, keys)
+    return CsvRows(path, _columns(header, columns, f"{path}:1", where), header)
 
 
-def _keys(
+def _columns(
     header: list[str], columns: dict[str, str] | None, at: str, where: Callable[[str], str]
-) -> tuple[list[str | None], dict[str, str]]:
-    """The key each column feeds, and the mapping key -> column; problems all at once."""
+) -> dict[str, str]:
+    """Test key -> the column it is read from, checked against the header (all problems at
+    once): each column is the key of its name, or ``columns:`` names columns the header has."""
     problems = []
     if columns is None:
         known = list(TestCase.model_fields)
@@ -183,8 +184,7 @@ def _keys(
         problems.append(f"{at}: the header names {', '.join(repeated)} more than once")
     if problems:
         raise SourceError("\n".join(problems))
-    by_column = {column: key for key, column in columns.items()}
-    return [by_column.get(name) for name in header], columns
+    return columns
 
 
 @dataclass
@@ -240,7 +240,7 @@ def open_dataset(
             EXTRA,
         )
     dataset = _load(name, options.get("split"), folder, f"{at}: {ref}")
-    keys, mapping = _keys(list(dataset.column_names), columns, f"{at}: {ref}", where)
+    mapping = _columns(list(dataset.column_names), columns, f"{at}: {ref}", where)
     return DatasetRows(ref, dataset, mapping, int(limit) if limit else None)
 
 

@@ -30,6 +30,7 @@ from evalrun.targets import (
     ConfigError,
     StoreOptions,
     TargetsFile,
+    install_hint,
     load_targets,
     locate_targets_file,
 )
@@ -54,6 +55,12 @@ def _fail_all(problems: list[str], what: str) -> typer.Exit:
     count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
     typer.echo(f"error: {what}: {count} above", err=True)
     return typer.Exit(ExitCode.USAGE)
+
+
+def _load_problem(exc: EvalFileError) -> str:
+    """The loader's problems, with the install hint of the extra that would fix them (the spec
+    stage may not build it: docs/architecture.md)."""
+    return f"{exc}: {install_hint(exc.extra)}" if exc.extra else str(exc)
 
 
 def _no_match(filters: list[str], ids: list[str]) -> str:
@@ -214,7 +221,9 @@ def run(
         writer = run_.open_bundle()
     except PreflightError as exc:
         raise _fail_all(exc.problems, "the run did not start") from None
-    except (EvalFileError, ConfigError, SourceError, BundleError, ValueError) as exc:
+    except EvalFileError as exc:
+        raise _fail(_load_problem(exc)) from None
+    except (ConfigError, SourceError, BundleError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if not run_.cases:  # an empty shard is not an error (docs/github-actions.md)
         typer.echo(
@@ -456,7 +465,7 @@ def _validate_one(
     try:
         loaded = load_eval(file)
     except EvalFileError as exc:
-        return str(exc).splitlines()
+        return _load_problem(exc).splitlines()
     _print_notes(loaded)
     try:
         lookup = locate_targets_file(targets, loaded.folder)

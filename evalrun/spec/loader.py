@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -14,14 +14,23 @@ from pydantic import ValidationError
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
-from evalrun.spec.models import EvalFile, TestCase
+from evalrun.spec.datasets import (
+    HF,
+    CsvRows,
+    DatasetRows,
+    JsonlRows,
+    MissingExtra,
+    name_columns,
+    open_csv,
+    open_dataset,
+)
+from evalrun.spec.models import EvalFile, TestCase, TestsFrom
 from evalrun.yamlsource import (
     Ambiguous,
     LineMap,
     Parsed,
     SourceError,
     format_loc,
-    iter_jsonl,
     line_for,
     load_yaml_with_lines,
     validate_keeping_text,
@@ -30,18 +39,24 @@ from evalrun.yamlsource import (
 
 
 class EvalFileError(Exception):
-    """An eval file (or its tests file) is invalid. The message lists every problem."""
+    """An eval file (or its tests file) is invalid. The message lists every problem; ``extra``
+    names an optional extra that would fix it, for the command to add its install hint."""
+
+    def __init__(self, message: str, extra: str | None = None) -> None:
+        super().__init__(message)
+        self.extra = extra
 
 
 @dataclass
 class LoadedEval:
     path: Path
     spec: EvalFile
-    #: A list, or for a ``.jsonl`` tests file a :class:`JsonlCases` that streams from it.
+    #: A list, or for a ``.jsonl``/``.csv`` file or a dataset a :class:`StreamedCases`.
     tests: Sequence[TestCase]
     #: Where each key of the eval file is (docs/eval-files.md: errors name file, line and key).
     lines: LineMap = field(default_factory=dict)
-    #: The separate tests file (``tests: cases.jsonl``) and its line map, keyed by test index.
+    #: The separate tests file (``tests: cases.jsonl``) and its line map, keyed by test index
+    #: (None for a dataset: its errors name rows, docs/datasets.md).
     tests_file: Path | None = None
     tests_lines: LineMap | JsonlLines = field(default_factory=dict)
     #: ``file:line: key: message`` notes on keys that load but that AgentV has renamed.
@@ -102,9 +117,7 @@ def load_eval(path: Path) -> LoadedEval:
             case.input_files = [str((path.parent / f).resolve()) for f in case.input_files]
         _check_unique_ids(path, tests, lines, ("tests",))
     else:
-        tests_file, tests, tests_lines = _load_tests_file(
-            path, spec.tests, f"{path}:{lines.get(('tests',), 1)}: tests", warnings
-        )
+        tests_file, tests, tests_lines = _load_source(path, spec.tests, lines, warnings)
     tests_at = f"{path}:{lines.get(('tests',), 1)}: tests"
     if not tests:
         raise EvalFileError(f"{tests_at}: the eval file has no tests")
@@ -161,25 +174,30 @@ def _check_unique_ids(
         raise EvalFileError("\n".join(problems))
 
 
-class JsonlCases(Sequence[TestCase]):
-    """The tests of a ``.jsonl`` tests file, read from the file again each time they are
-    iterated, so a run holds only the cases in flight however long the file is
-    (docs/performance.md). :func:`load_eval` has checked every line first; a file changed
+Rows = JsonlRows | CsvRows | DatasetRows
+
+
+class StreamedCases(Sequence[TestCase]):
+    """The tests of a ``.jsonl`` or ``.csv`` tests file or a dataset, read from it again each
+    time they are iterated, so a run holds only the cases in flight however long it is
+    (docs/performance.md). :func:`load_eval` has checked every row first; a source changed
     since then is refused rather than half-run."""
 
-    def __init__(self, path: Path, count: int) -> None:
-        self.path = path
+    def __init__(self, source: Rows, count: int) -> None:
+        self.source = source
         self.count = count
-        self._stamp = _stamp(path)
+        self._stamp = source.stamp()
 
     def __len__(self) -> int:
         return self.count
 
     def __iter__(self) -> Iterator[TestCase]:
-        if _stamp(self.path) != self._stamp:
-            raise EvalFileError(f"{self.path}: the tests file changed after it was checked")
-        for index, (lineno, item) in enumerate(iter_jsonl(self.path)):
-            case, problem = _jsonl_case(self.path, index, lineno, item)
+        if self.source.stamp() != self._stamp:
+            raise EvalFileError(
+                f"{self.source.name}: the tests source changed after it was checked"
+            )
+        for index, (position, item) in enumerate(self.source.rows()):
+            case, problem = _row_case(self.source, index, position, item)
             if case is None:
                 raise EvalFileError(problem)
             yield case
@@ -205,34 +223,31 @@ class JsonlLines:
         return default
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return info.st_size, info.st_mtime_ns
-
-
-def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCase | None, str]:
-    """One line of a JSONL tests file as a case, or None and what is wrong with it."""
-    lines = {(index,): lineno}
-    item = normalize_case(item, (index,), lines)
+def _row_case(source: Rows, index: int, position: int, item: Any) -> tuple[TestCase | None, str]:
+    """One row of a streamed source as a case, or None and what is wrong with it."""
+    item = normalize_case(item, (index,), {})
     try:  # JSON's numbers are typed: `"id": 7` is the text "7" (no warning to give)
-        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, {}, []), path)
+        case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, {}, []), "")
     except ValidationError as exc:
-        sub = {k[1:]: v for k, v in lines.items() if k[:1] == (index,)}
-        return None, _prefix_index(validation_error_message(path, exc, sub, TestCase), index)
-    case._line, case._index = lineno, index
+        # the place is put in front afterwards: a dataset's (``hf://x: row 3``) holds ": "
+        unplaced = _prefix_index(validation_error_message("", exc, {}, TestCase), index)
+        message = "\n".join(source.at(position) + line for line in unplaced.splitlines())
+        return None, name_columns(message, source.columns, index)
+    case._line = None if isinstance(source, DatasetRows) else position
+    case._index = index
     return case, ""
 
 
-def _check_jsonl_tests(path: Path) -> tuple[JsonlCases, JsonlLines]:
-    """Every line checked (all problems reported at once), keeping one hash per id and one
-    line number per test: a shared hash sends its ids through an exact check."""
+def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
+    """Every row checked (all problems reported at once), keeping one hash per id and one
+    position per test: a shared hash sends its ids through an exact check."""
     problems: list[str] = []
     hashes = array("q")
     numbers = array("I")
     try:
-        for index, (lineno, item) in enumerate(iter_jsonl(path)):
-            numbers.append(lineno)
-            case, problem = _jsonl_case(path, index, lineno, item)
+        for index, (position, item) in enumerate(source.rows()):
+            numbers.append(position)
+            case, problem = _row_case(source, index, position, item)
             if case is None:
                 problems.append(problem)
                 hashes.append(0)
@@ -244,34 +259,62 @@ def _check_jsonl_tests(path: Path) -> tuple[JsonlCases, JsonlLines]:
         raise EvalFileError("\n".join(problems))
     shared = repeated(hashes)
     if shared:
-        _check_unique_jsonl_ids(path, shared)
-    return JsonlCases(path, len(hashes)), JsonlLines(numbers)
+        _check_unique_streamed_ids(source, shared)
+    return StreamedCases(source, len(hashes)), JsonlLines(numbers)
 
 
-def _check_unique_jsonl_ids(path: Path, hashes: set[int]) -> None:
+def _check_unique_streamed_ids(source: Rows, hashes: set[int]) -> None:
     """The exact check of the tests whose id hash is in ``hashes`` (the same report as
-    :func:`_check_unique_ids`; in JSONL a test's keys are all on its line)."""
+    :func:`_check_unique_ids`; a streamed test's keys are all at its position)."""
     first: dict[str, int] = {}
     problems = []
-    for index, (lineno, item) in enumerate(iter_jsonl(path)):
-        case, _ = _jsonl_case(path, index, lineno, item)
+    for index, (position, item) in enumerate(source.rows()):
+        case, _ = _row_case(source, index, position, item)
         if case is None or hash(case.id) not in hashes:
             continue
         if case.id not in first:
-            first[case.id] = lineno
+            first[case.id] = position
             continue
-        problems.append(
-            f"{path}:{lineno}: {format_loc(('tests', index, 'id'))}: duplicate test id "
-            f"'{case.id}' (first used on line {first[case.id]}); ids must be unique"
+        problem = (
+            f"{source.at(position)}: {format_loc(('tests', index, 'id'))}: duplicate test id "
+            f"'{case.id}' (first used on {source.place(first[case.id])}); ids must be unique"
         )
+        problems.append(name_columns(problem, source.columns, index))
     if problems:
         raise EvalFileError("\n".join(problems))
 
 
+def _load_source(
+    eval_path: Path, tests: str | TestsFrom, lines: LineMap, warnings: list[str]
+) -> tuple[Path | None, Sequence[TestCase], LineMap | JsonlLines]:
+    """``tests: FILE``, ``tests: hf://...`` or ``tests: {from: ..., columns: ...}``
+    (docs/datasets.md)."""
+    ref, columns = (tests, None) if isinstance(tests, str) else (tests.from_, tests.mapping())
+
+    def where(key: str) -> str:
+        """``file:line: key`` in the eval file: of ``columns.KEY``, or of the source."""
+        loc: tuple[Any, ...] = ("tests", "columns", key) if key else ("tests",)
+        return f"{eval_path}:{line_for(lines, loc) or 1}: {format_loc(loc)}"
+
+    try:
+        if ref.startswith(HF):
+            return (None, *_check_streamed(open_dataset(ref, eval_path.parent, columns, where)))
+        return _load_tests_file(eval_path, ref, columns, where, warnings)
+    except MissingExtra as exc:
+        raise EvalFileError(str(exc), extra=exc.extra) from None
+    except SourceError as exc:
+        raise EvalFileError(str(exc)) from None
+
+
 def _load_tests_file(
-    eval_path: Path, ref: str, where: str, warnings: list[str]
+    eval_path: Path,
+    ref: str,
+    columns: dict[str, str] | None,
+    at: Callable[[str], str],
+    warnings: list[str],
 ) -> tuple[Path, Sequence[TestCase], LineMap | JsonlLines]:
-    """``where``: ``file:line: tests``, the key that names the tests file."""
+    """``at("")``: ``file:line: tests``, the key that names the tests file."""
+    where = at("")
     path = eval_path.parent / ref
     try:
         found = path.is_file()
@@ -279,8 +322,12 @@ def _load_tests_file(
         raise EvalFileError(f"{where}: cannot read the tests file: {exc.strerror}") from None
     if not found:
         raise EvalFileError(f"{where}: tests file not found: {ref}")
+    if path.suffix == ".csv":
+        return (path, *_check_streamed(open_csv(path, columns, at)))
+    if columns is not None:
+        raise EvalFileError(f"{where}: 'columns:' is for .csv files and hf:// datasets only")
     if path.suffix == ".jsonl":
-        return (path, *_check_jsonl_tests(path))
+        return (path, *_check_streamed(JsonlRows(path)))
     try:
         parsed = load_yaml_with_lines(path)
     except SourceError as exc:

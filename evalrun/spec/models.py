@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PrivateAttr,
+    Tag,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -233,6 +236,47 @@ class TestCase(BaseModel):
         return as_messages(self.expected_output, "assistant")
 
 
+#: ``columns:`` of a CSV or dataset source: a test key -> the column it is read from
+#: (docs/datasets.md); every test key may be given, nothing else.
+Columns = create_model(  # type: ignore[call-overload]
+    "Columns",
+    __config__=ConfigDict(extra="forbid"),
+    **{name: (str | None, None) for name in TestCase.model_fields},
+)
+
+
+class TestsFrom(BaseModel):
+    """``tests: {from: data.csv, columns: {input: question}}`` (docs/datasets.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    __test__ = False  # not a pytest class
+
+    from_: str = Field(alias="from")
+    columns: Columns | None = None  # type: ignore[valid-type]
+
+    def mapping(self) -> dict[str, str] | None:
+        """Test key -> column, or None when every column is read as the key of its name."""
+        if self.columns is None:
+            return None
+        return {key: column for key, column in self.columns if column is not None}
+
+
+def _tests_form(value: Any) -> str:
+    """The one form a ``tests:`` value is checked as, so an error speaks of that form only."""
+    if isinstance(value, str):
+        return "str"
+    return "TestsFrom" if isinstance(value, dict) else "list[TestCase]"
+
+
+#: the tests, or where they come from: a tests file or a dataset, with or without ``columns:``
+Tests = Annotated[
+    Annotated[list[TestCase], Tag("list[TestCase]")]
+    | Annotated[str, Tag("str")]
+    | Annotated[TestsFrom, Tag("TestsFrom")],
+    Discriminator(_tests_form),
+]
+
+
 class EvalFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -242,7 +286,7 @@ class EvalFile(BaseModel):
     judge: str | list[str] | None = None
     rubric: str | None = None
     graders: list[GraderSpec] = Field(default_factory=list)
-    tests: list[TestCase] | str
+    tests: Tests
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

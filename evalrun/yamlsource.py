@@ -25,6 +25,13 @@ MAX_ALIAS_NODES = 100_000
 MAX_DEPTH = 100
 
 
+def _is_merge(key: yaml.Node) -> bool:
+    """A ``<<`` key: YAML 1.1's merge key, which AgentV's files use (docs/eval-files.md)."""
+    return key.tag == "tag:yaml.org,2002:merge" or (
+        isinstance(key, yaml.ScalarNode) and key.value == "<<" and key.style is None
+    )
+
+
 class SourceError(Exception):
     """A file that cannot be parsed; the message already names file and line."""
 
@@ -69,8 +76,12 @@ class _Walk:
         self.lines[path] = node.start_mark.line + 1
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
+            merges = [pair for pair in node.value if _is_merge(pair[0])]
+            for key_node, value_node in [*merges, *(p for p in node.value if p not in merges)]:
                 key_line = line if repeated else key_node.start_mark.line + 1
+                if _is_merge(key_node):
+                    self.merge(out, value_node, path, key_line)
+                    continue
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise SourceError(f"{self.name}:{key_line}: a key must be a plain value")
                 key = self.scalar(key_node)
@@ -81,6 +92,19 @@ class _Walk:
             here = line if repeated else node.start_mark.line + 1
             return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
         return self.scalar(node)
+
+
+    def merge(self, out: dict[Any, Any], node: yaml.Node, path: tuple[Any, ...], line: int) -> None:
+        """A merge key (``<<: *base`` or ``<<: [*a, *b]``): the keys of the mappings it names,
+        the first one winning, before the mapping's own keys (which win over all of them)."""
+        own_line = self.lines[path]
+        value = self.node(node, path, line)
+        self.lines[path] = own_line
+        for source in value if isinstance(value, list) else [value]:
+            if not isinstance(source, dict):
+                raise SourceError(f"{self.name}:{line}: '<<' merges mappings only")
+            for key, item in source.items():
+                out.setdefault(key, item)
 
 
 def parse_yaml_with_lines(text: str, name: str) -> tuple[Any, LineMap]:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
+from evalrun.spec.agentv_extras import normalize_suite, normalize_test
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
@@ -83,6 +84,7 @@ def load_eval(path: Path) -> LoadedEval:
             raise EvalFileError(_located(path, exc.problems, lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
+    data = normalize_suite(data, lines)
     try:
         spec = EvalFile.model_validate(data)
     except ValidationError as exc:
@@ -203,7 +205,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCase | None, str]:
     """One line of a JSONL tests file as a case, or None and what is wrong with it."""
     lines = {(index,): lineno}
-    item = normalize_case(item, (index,), lines)
+    item = normalize_test(normalize_case(item, (index,), lines), (index,), lines)
     try:
         case = TestCase.model_validate(item)
     except ValidationError as exc:
@@ -278,7 +280,7 @@ def _load_tests_file(
     cases: list[TestCase] = []
     problems: list[str] = []
     for i, item in enumerate(items):
-        item = normalize_case(item, (i,), lines)
+        item = normalize_test(normalize_case(item, (i,), lines), (i,), lines)
         try:
             case = TestCase.model_validate(item)
         except ValidationError as exc:

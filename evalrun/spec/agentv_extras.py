@@ -1,0 +1,200 @@
+"""AgentV's spellings that both of its generations share, mapped onto evalrun's keys before
+validation (docs/eval-files.md, "AgentV files"). Runs after ``agentv_current`` and ``agentv``,
+so it sees ``tests`` and ``graders`` whatever the file called them.
+
+Plain strings among a test's graders become one ``llm-rubric`` grader (as AgentV groups them);
+``rubrics`` becomes ``llm-rubric``; ``not-<type>`` a negated grader; ``required`` a threshold;
+a suite-level ``input`` is put before every test's input; ``conversation_id`` goes to the
+test's metadata; the keys of the graders that cannot run in evalrun (kinds.py,
+``unsupported``) go to their ``config``, so they load and validate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalrun.spec.agentv import rename_key
+from evalrun.spec.kinds import ALIASES, KINDS
+from evalrun.spec.models import GraderSpec
+from evalrun.yamlsource import LineMap
+
+#: GraderSpec's own keys (``schema`` by its alias): any other key of an ``unsupported`` grader
+#: is AgentV's own option, kept in ``config``.
+_GRADER_KEYS = {field.alias or name for name, field in GraderSpec.model_fields.items()}
+_RUBRIC_TYPES = ("rubrics", "rubric")
+_REGEX_FLAGS = set("imsx")
+
+
+def normalize_suite(data: Any, lines: LineMap) -> Any:
+    """Rewrite an eval file's AgentV spellings, in place."""
+    if not isinstance(data, dict):
+        return data
+    suite_input = data.pop("input", None)
+    graders = data.get("graders")
+    if isinstance(graders, list):
+        data["graders"] = normalize_graders(graders, ("graders",), lines)
+    tests = data.get("tests")
+    if isinstance(tests, list):
+        for i, case in enumerate(tests):
+            normalize_test(case, ("tests", i), lines)
+            if suite_input is not None and isinstance(case, dict):
+                _prepend_input(case, suite_input)
+    elif suite_input is not None:
+        data["input"] = suite_input  # a tests file: validation names the key it cannot place
+    return data
+
+
+def _prepend_input(case: dict[str, Any], suite_input: Any) -> None:
+    """AgentV puts the suite's ``input`` messages before each test's own."""
+    before = _as_messages(suite_input)
+    own = case.get("input")
+    case["input"] = before + (_as_messages(own) if own is not None else [])
+
+
+def _as_messages(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [{"role": "user", "content": value}]
+    return list(value) if isinstance(value, list) else [value]
+
+
+def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap) -> Any:
+    if not isinstance(case, dict):
+        return case
+    metadata = case.get("metadata")
+    if "conversation_id" in case and (metadata is None or isinstance(metadata, dict)):
+        case["metadata"] = {**(metadata or {}), "conversation_id": case.pop("conversation_id")}
+        _copy(lines, (*path, "conversation_id"), (*path, "metadata", "conversation_id"))
+    if isinstance(case.get("turns"), list):
+        # ``mode: conversation`` and how turns are scored only mean something with turns.
+        for key in ("mode", "aggregation", "on_turn_failure"):
+            if key in case and isinstance(case.get("metadata", {}), dict):
+                case.setdefault("metadata", {})[key] = case.pop(key)
+    if "input" not in case and "input_files" in case:
+        case["input"] = ""  # AgentV's shorthand: the files are the input (docs/eval-files.md)
+    if "input" not in case and isinstance(case.get("turns"), list):
+        case["input"] = []  # the turns carry it
+    graders = case.get("graders")
+    if isinstance(graders, list):
+        case["graders"] = normalize_graders(graders, (*path, "graders"), lines)
+    return case
+
+
+def normalize_graders(items: list[Any], path: tuple[Any, ...], lines: LineMap) -> list[Any]:
+    """Plain strings become one ``llm-rubric`` grader at the first one's place, weighted by how
+    many there are; every mapping is normalized."""
+    out: list[Any] = []
+    strings: list[str] = []
+    rubric_at: int | None = None
+    moved: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            if item.strip():
+                strings.append(item.strip())
+            if rubric_at is None:
+                rubric_at = len(out)
+                out.append(None)
+                moved[(*path, i)] = (*path, rubric_at)
+            continue
+        moved[(*path, i)] = (*path, len(out))
+        out.append(item)
+    if rubric_at is not None:
+        out[rubric_at] = {"type": "llm-rubric", "config": {"rubric": strings}}
+        out[rubric_at]["weight"] = float(len(strings) or 1)
+    if any(old != new for old, new in moved.items()):
+        source = {k: v for k, v in lines.items() if k[: len(path)] == path and len(k) > len(path)}
+        for key in source:
+            del lines[key]
+        for old, new in moved.items():
+            for key, line in source.items():
+                if key[: len(old)] == old:
+                    lines[(*new, *key[len(old) :])] = line
+    for i, grader in enumerate(out):
+        normalize_grader(grader, (*path, i), lines)
+    return out
+
+
+def normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap) -> None:
+    if not isinstance(grader, dict) or not isinstance(grader.get("type"), str):
+        return
+    kind = grader["type"].replace("_", "-")
+    if kind.startswith("not-") and _known(kind[4:]):
+        grader["type"] = kind = kind[4:]
+        grader["negate"] = not grader.get("negate", False)
+    if kind in _RUBRIC_TYPES:
+        _rubrics(grader, path, lines)
+    required = grader.pop("required", None)
+    if isinstance(required, (int, float)) and not isinstance(required, bool):
+        grader.setdefault("threshold", required)  # ``required: 0.8``: must score 0.8
+    # ``required: true``: every evalrun grader gates its case already (docs/eval-files.md).
+    if kind == "regex" and isinstance(grader.get("flags"), str):
+        _regex_flags(grader)
+    if _known(kind) and KINDS[ALIASES.get(kind, kind)].type == "assert-set":
+        for key in ("assert", "assertions"):
+            if rename_key(grader, key, "graders", path, lines):
+                break
+        children = grader.get("graders")
+        if isinstance(children, list):
+            grader["graders"] = normalize_graders(children, (*path, "graders"), lines)
+    if _known(kind) and KINDS[ALIASES.get(kind, kind)].runs == "unsupported":
+        _options_to_config(grader, path, lines)
+
+
+def _known(kind: str) -> bool:
+    return ALIASES.get(kind, kind) in KINDS
+
+
+def _rubrics(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> None:
+    """``type: rubrics`` with ``criteria:`` items (strings or ``{outcome}`` / ``{description}``
+    mappings) is AgentV's older ``llm-rubric``; the items are its rubric."""
+    grader["type"] = "llm-rubric"
+    criteria = grader.pop("criteria", None)
+    if criteria is None:
+        criteria = grader.pop("value", None)
+    items = criteria if isinstance(criteria, list) else [criteria] if criteria else []
+    config = grader.setdefault("config", {})
+    if not isinstance(config, dict):
+        return
+    rubric = [_rubric_text(item) for item in items]
+    config.setdefault("rubric", [text for text in rubric if text])
+    _copy(lines, (*path, "criteria"), (*path, "config", "rubric"))
+
+
+def _rubric_text(item: Any) -> str:
+    if isinstance(item, dict):
+        for key in ("outcome", "description", "criteria", "text"):
+            if isinstance(item.get(key), str):
+                return item[key]
+        return ""
+    return str(item) if item is not None else ""
+
+
+def _regex_flags(grader: dict[str, Any]) -> None:
+    """``flags: i`` (JavaScript's RegExp flags) as an inline group on the pattern."""
+    flags = grader["flags"]
+    if set(flags) <= _REGEX_FLAGS and isinstance(grader.get("value"), str):
+        grader.pop("flags")
+        if flags:
+            grader["value"] = f"(?{''.join(sorted(set(flags)))}){grader['value']}"
+
+
+def _options_to_config(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> None:
+    """AgentV's own options of a grader evalrun cannot run are kept in its ``config``;
+    ``mode`` is evalrun's only when it says ``process`` or ``serve``."""
+    config = grader.get("config", {})
+    if not isinstance(config, dict):
+        return
+    for key in list(grader):
+        own = key in _GRADER_KEYS and not (
+            key == "mode" and grader[key] not in ("process", "serve")
+        )
+        if own:
+            continue
+        config.setdefault(key, grader.pop(key))
+        _copy(lines, (*path, key), (*path, "config", key))
+    grader["config"] = config
+
+
+def _copy(lines: LineMap, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
+    for key in [k for k in lines if k[: len(old)] == old]:
+        lines[(*new, *key[len(old) :])] = lines[key]
+

@@ -5,12 +5,18 @@ so it sees ``tests`` and ``graders`` whatever the file called them.
 Plain strings among a test's graders become one ``llm-rubric`` grader (as AgentV groups them);
 ``rubrics`` becomes ``llm-rubric``; ``not-<type>`` a negated grader; ``required`` a threshold;
 a suite-level ``input`` is put before every test's input; ``conversation_id`` goes to the
-test's metadata; the keys of the graders that cannot run in evalrun (kinds.py,
+test's metadata; a test whose ``input_files`` name a ``PROMPT.md`` and that has no ``input``
+takes that file as its input; in an AgentV file, a test with ``criteria`` and no graders gets an
+``llm-rubric`` grader on them (AgentV skips grading it); the keys of the graders that cannot run in evalrun (kinds.py,
 ``unsupported``) go to their ``config``, so they load and validate.
 """
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from evalrun.spec.agentv import rename_key
@@ -18,6 +24,18 @@ from evalrun.spec.kinds import ALIASES, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
 
+#: Top-level keys only AgentV files have (evalrun keeps them: models.py, EvalFile).
+AGENTV_SUITE_KEYS = (
+    "name",
+    "version",
+    "tags",
+    "governance",
+    "environment",
+    "workspace",
+    "extensions",
+    "evaluate_options",
+    "input",
+)
 #: GraderSpec's own keys (``schema`` by its alias): any other key of an ``unsupported`` grader
 #: is AgentV's own option, kept in ``config``.
 _GRADER_KEYS = {field.alias or name for name, field in GraderSpec.model_fields.items()}
@@ -25,10 +43,54 @@ _RUBRIC_TYPES = ("rubrics", "rubric")
 _REGEX_FLAGS = set("imsx")
 
 
-def normalize_suite(data: Any, lines: LineMap) -> Any:
-    """Rewrite an eval file's AgentV spellings, in place."""
+#: ``{{ env.NAME }}`` or ``{{ env.NAME | default("text") }}``, rendered when AgentV loads a file.
+_ENV = re.compile(
+    r"\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*"
+    r"(?:\|\s*default\(\s*(?:\"([^\"]*)\"|'([^']*)')\s*\)\s*)?\}\}"
+)
+
+
+_SHOWN_ONLY = ("name", "description", "metadata", "tags", "governance", "version")
+
+
+def interpolate_env(
+    value: Any, env: Mapping[str, str], path: tuple[Any, ...] = ()
+) -> tuple[Any, list[tuple[tuple[Any, ...], str]]]:
+    """Every string with ``{{ env.NAME }}`` filled from ``env`` (AgentV does this before reading
+    anything else). An unset variable with no ``default(...)`` renders as an empty string, as in
+    AgentV, only in keys that are shown and not run (``_SHOWN_ONLY``); anywhere else (what a
+    case sends or checks) it is a problem at its key, never a silent empty string."""
+    problems: list[tuple[tuple[Any, ...], str]] = []
+
+    def walk(item: Any, where: tuple[Any, ...]) -> Any:
+        if isinstance(item, str) and "{{" in item:
+            return _ENV.sub(lambda m: fill(m, where), item)
+        if isinstance(item, list):
+            return [walk(v, (*where, i)) for i, v in enumerate(item)]
+        if isinstance(item, dict):
+            return {k: walk(v, (*where, k)) for k, v in item.items()}
+        return item
+
+    def fill(match: re.Match[str], where: tuple[Any, ...]) -> str:
+        name, default = match.group(1), match.group(2) or match.group(3)
+        if name in env:
+            return env[name]
+        if default is not None:
+            return default
+        if where[:1] and where[0] in _SHOWN_ONLY:
+            return ""
+        problems.append((where, f"environment variable {name} is not set ({match.group(0)})"))
+        return match.group(0)
+
+    return walk(value, path), problems
+
+
+def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = False) -> Any:
+    """Rewrite an eval file's AgentV spellings, in place. ``agentv``: the loader saw AgentV's
+    spellings already (AgentV's own keys below say so too)."""
     if not isinstance(data, dict):
         return data
+    agentv = agentv or any(key in data for key in AGENTV_SUITE_KEYS)
     suite_input = data.pop("input", None)
     graders = data.get("graders")
     if isinstance(graders, list):
@@ -36,9 +98,11 @@ def normalize_suite(data: Any, lines: LineMap) -> Any:
     tests = data.get("tests")
     if isinstance(tests, list):
         for i, case in enumerate(tests):
-            normalize_test(case, ("tests", i), lines)
+            normalize_test(case, ("tests", i), lines, folder)
             if suite_input is not None and isinstance(case, dict):
                 _prepend_input(case, suite_input)
+            if agentv and not data.get("graders"):
+                _judge_criteria(case)
     elif suite_input is not None:
         data["input"] = suite_input  # a tests file: validation names the key it cannot place
     return data
@@ -57,7 +121,14 @@ def _as_messages(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap) -> Any:
+def _judge_criteria(case: Any) -> None:
+    """AgentV passes a test that declares no graders without grading it; evalrun never passes
+    what it did not check, so the test's ``criteria`` are judged (docs/eval-files.md)."""
+    if isinstance(case, dict) and isinstance(case.get("criteria"), str) and not case.get("graders"):
+        case["graders"] = [{"type": "llm-rubric", "name": "criteria"}]
+
+
+def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap, folder: Path) -> Any:
     if not isinstance(case, dict):
         return case
     metadata = case.get("metadata")
@@ -69,14 +140,29 @@ def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap) -> Any:
         for key in ("mode", "aggregation", "on_turn_failure"):
             if key in case and isinstance(case.get("metadata", {}), dict):
                 case.setdefault("metadata", {})[key] = case.pop(key)
-    if "input" not in case and "input_files" in case:
-        case["input"] = ""  # AgentV's shorthand: the files are the input (docs/eval-files.md)
+    if "input" not in case and isinstance(case.get("input_files"), list):
+        _prompt_from_files(case, folder)
     if "input" not in case and isinstance(case.get("turns"), list):
         case["input"] = []  # the turns carry it
     graders = case.get("graders")
     if isinstance(graders, list):
         case["graders"] = normalize_graders(graders, (*path, "graders"), lines)
     return case
+
+
+def _prompt_from_files(case: dict[str, Any], folder: Path) -> None:
+    """AgentV's shorthand: with no ``input``, a ``PROMPT.md`` among ``input_files`` is the
+    input (and no longer an attachment). Unreadable, it stays an attachment and the missing
+    ``input`` is the error validation reports."""
+    files = case["input_files"]
+    prompt = next((f for f in files if isinstance(f, str) and Path(f).name == "PROMPT.md"), None)
+    if prompt is None:
+        return
+    try:
+        case["input"] = (folder / prompt).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    case["input_files"] = [f for f in files if f is not prompt]
 
 
 def normalize_graders(items: list[Any], path: tuple[Any, ...], lines: LineMap) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from pydantic import ValidationError
 
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
-from evalrun.spec.agentv_extras import normalize_suite, normalize_test
+from evalrun.spec.agentv_extras import interpolate_env, normalize_suite, normalize_test
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
@@ -77,14 +78,18 @@ def load_eval(path: Path) -> LoadedEval:
         raise EvalFileError(str(exc)) from None
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
-    if is_current_format(data):
+    data, unset = interpolate_env(data, os.environ)
+    if unset:
+        raise EvalFileError(_located(path, unset, lines))
+    agentv = is_current_format(data)
+    if agentv:
         try:
             data = map_current_format(data, lines, path.parent)
         except CurrentFormatError as exc:
             raise EvalFileError(_located(path, exc.problems, lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
-    data = normalize_suite(data, lines)
+    data = normalize_suite(data, lines, path.parent, agentv=agentv or bool(notes))
     try:
         spec = EvalFile.model_validate(data)
     except ValidationError as exc:
@@ -205,7 +210,7 @@ def _stamp(path: Path) -> tuple[int, int]:
 def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCase | None, str]:
     """One line of a JSONL tests file as a case, or None and what is wrong with it."""
     lines = {(index,): lineno}
-    item = normalize_test(normalize_case(item, (index,), lines), (index,), lines)
+    item = normalize_test(normalize_case(item, (index,), lines), (index,), lines, path.parent)
     try:
         case = TestCase.model_validate(item)
     except ValidationError as exc:
@@ -280,7 +285,7 @@ def _load_tests_file(
     cases: list[TestCase] = []
     problems: list[str] = []
     for i, item in enumerate(items):
-        item = normalize_test(normalize_case(item, (i,), lines), (i,), lines)
+        item = normalize_test(normalize_case(item, (i,), lines), (i,), lines, path.parent)
         try:
             case = TestCase.model_validate(item)
         except ValidationError as exc:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from evalrun.spec.kinds import types
 from evalrun.spec.models import EvalFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -45,10 +46,20 @@ _PROMPT = {
         },
     ]
 }
+#: AgentV's kinds that load but cannot run here keep options of their own (agentv_extras.py).
+_UNSUPPORTED_GRADER = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": [t for k in types("unsupported") for t in (k, f"not-{k}")] + ["composite"]}
+    },
+}
 _ASSERTIONS = {
     "type": "array",
     "description": "AgentV: assertions; a plain string is an llm-rubric item",
-    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}]},
+    "items": {
+        "anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _UNSUPPORTED_GRADER]
+    },
 }
 _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
 
@@ -71,6 +82,7 @@ def eval_json_schema() -> dict[str, Any]:
             "evaluators": graders,
             "execution": {"type": "object", "properties": {"target": {"type": "string"}}},
             # AgentV's current format
+            "input": {**_CONVERSATION, "description": "AgentV: put before every test's input"},
             "providers": _PROVIDER,
             "prompts": {"anyOf": [_PROMPT, {"type": "array", "minItems": 1, "items": _PROMPT}]},
             "assert": _ASSERTIONS,
@@ -118,6 +130,10 @@ def _widen_test(test: dict[str, Any]) -> None:
             "assert": _ASSERTIONS,
             "description": {"type": "string"},
             "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+            "conversation_id": {"type": "string"},
+            "mode": {"type": "string"},
+            "aggregation": {"type": "string"},
+            "on_turn_failure": {"type": "string"},
         }
     )
     test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
@@ -133,10 +149,14 @@ def _widen_grader(grader: dict[str, Any]) -> None:
                 "anyOf": [{"type": "string"}, {"type": "boolean"}, {"$ref": "#/$defs/TargetAccess"}]
             },
             "min_score": {"type": "number", "minimum": 0, "maximum": 1},
-            "required": {"type": "boolean"},
+            "required": {"anyOf": [{"type": "boolean"}, {"type": "number"}]},
             "timeout_ms": {"type": "number", "exclusiveMinimum": 0},
-            "criteria": {"type": "string"},
+            "criteria": {"anyOf": [{"type": "string"}, {"type": "array"}]},
             "prompt": {"type": "string"},
+            "flags": {"type": "string"},
+            "assert": {"$ref": "#/$defs/GraderSpec/properties/graders"},
+            "assertions": {"$ref": "#/$defs/GraderSpec/properties/graders"},
+            "aggregator": {},
         }
     )
     grader["properties"]["value"] = {}

@@ -94,11 +94,11 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
     suite_input = data.pop("input", None)
     graders = data.get("graders")
     if isinstance(graders, list):
-        data["graders"] = normalize_graders(graders, ("graders",), lines)
+        data["graders"] = normalize_graders(graders, ("graders",), lines, agentv=agentv)
     tests = data.get("tests")
     if isinstance(tests, list):
         for i, case in enumerate(tests):
-            normalize_test(case, ("tests", i), lines, folder)
+            normalize_test(case, ("tests", i), lines, folder, agentv=agentv)
             if suite_input is not None and isinstance(case, dict):
                 _prepend_input(case, suite_input)
             if agentv and not data.get("graders"):
@@ -128,7 +128,9 @@ def _judge_criteria(case: Any) -> None:
         case["graders"] = [{"type": "llm-rubric", "name": "criteria"}]
 
 
-def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap, folder: Path) -> Any:
+def normalize_test(
+    case: Any, path: tuple[Any, ...], lines: LineMap, folder: Path, *, agentv: bool = False
+) -> Any:
     if not isinstance(case, dict):
         return case
     metadata = case.get("metadata")
@@ -146,7 +148,7 @@ def normalize_test(case: Any, path: tuple[Any, ...], lines: LineMap, folder: Pat
         case["input"] = []  # the turns carry it
     graders = case.get("graders")
     if isinstance(graders, list):
-        case["graders"] = normalize_graders(graders, (*path, "graders"), lines)
+        case["graders"] = normalize_graders(graders, (*path, "graders"), lines, agentv=agentv)
     return case
 
 
@@ -165,7 +167,14 @@ def _prompt_from_files(case: dict[str, Any], folder: Path) -> None:
     case["input_files"] = [f for f in files if f is not prompt]
 
 
-def normalize_graders(items: list[Any], path: tuple[Any, ...], lines: LineMap) -> list[Any]:
+def normalize_graders(
+    items: list[Any],
+    path: tuple[Any, ...],
+    lines: LineMap,
+    *,
+    agentv: bool = False,
+    in_set: bool = False,
+) -> list[Any]:
     """Plain strings become one ``llm-rubric`` grader at the first one's place, weighted by how
     many there are; every mapping is normalized."""
     out: list[Any] = []
@@ -195,14 +204,28 @@ def normalize_graders(items: list[Any], path: tuple[Any, ...], lines: LineMap) -
                 if key[: len(old)] == old:
                     lines[(*new, *key[len(old) :])] = line
     for i, grader in enumerate(out):
-        normalize_grader(grader, (*path, i), lines)
+        normalize_grader(grader, (*path, i), lines, agentv=agentv, in_set=in_set)
     return out
 
 
-def normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap) -> None:
+def normalize_grader(
+    grader: Any,
+    path: tuple[Any, ...],
+    lines: LineMap,
+    *,
+    agentv: bool = False,
+    in_set: bool = False,
+) -> None:
+    """``agentv``: the file is AgentV's, so a script grader's unknown keys are its ``config``
+    (as AgentV passes them); ``in_set``: inside an ``assert-set``, which does not run, so every
+    AgentV option is kept in ``config``."""
     if not isinstance(grader, dict) or not isinstance(grader.get("type"), str):
         return
+    if in_set and "metric" in grader:
+        grader.setdefault("name", grader.pop("metric"))
     kind = grader["type"].replace("_", "-")
+    if kind in ("llm-grader", "llm-judge"):
+        grader["type"] = kind = "llm-rubric"
     if kind.startswith("not-") and _known(kind[4:]):
         grader["type"] = kind = kind[4:]
         grader["negate"] = not grader.get("negate", False)
@@ -220,9 +243,12 @@ def normalize_grader(grader: Any, path: tuple[Any, ...], lines: LineMap) -> None
                 break
         children = grader.get("graders")
         if isinstance(children, list):
-            grader["graders"] = normalize_graders(children, (*path, "graders"), lines)
-    if _known(kind) and KINDS[ALIASES.get(kind, kind)].runs == "unsupported":
-        _options_to_config(grader, path, lines)
+            grader["graders"] = normalize_graders(
+                children, (*path, "graders"), lines, agentv=agentv, in_set=True
+            )
+    runs = KINDS[ALIASES.get(kind, kind)].runs if _known(kind) else None
+    if runs == "unsupported" or in_set or (agentv and runs == "command"):
+        _options_to_config(grader, path, lines, keep_target=not in_set)
 
 
 def _known(kind: str) -> bool:
@@ -263,15 +289,18 @@ def _regex_flags(grader: dict[str, Any]) -> None:
             grader["value"] = f"(?{''.join(sorted(set(flags)))}){grader['value']}"
 
 
-def _options_to_config(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> None:
-    """AgentV's own options of a grader evalrun cannot run are kept in its ``config``;
-    ``mode`` is evalrun's only when it says ``process`` or ``serve``."""
+def _options_to_config(
+    grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap, *, keep_target: bool = True
+) -> None:
+    """AgentV's own options of a grader are kept in its ``config``; ``mode`` is evalrun's only
+    when it says ``process`` or ``serve``, ``target`` only where the grader can run."""
     config = grader.get("config", {})
     if not isinstance(config, dict):
         return
     for key in list(grader):
         own = key in _GRADER_KEYS and not (
-            key == "mode" and grader[key] not in ("process", "serve")
+            (key == "mode" and grader[key] not in ("process", "serve"))
+            or (key == "target" and not keep_target)
         )
         if own:
             continue

@@ -13,7 +13,7 @@ takes that file as its input; in an AgentV file, a test with ``criteria`` and no
 
 from __future__ import annotations
 
-import os
+import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -142,6 +142,9 @@ def normalize_test(
         for key in ("mode", "aggregation", "on_turn_failure"):
             if key in case and isinstance(case.get("metadata", {}), dict):
                 case.setdefault("metadata", {})[key] = case.pop(key)
+    if isinstance(case.get("expected_output"), dict):
+        # AgentV's structured expected answer: graders read it as the JSON it stands for.
+        case["expected_output"] = json.dumps(case["expected_output"], ensure_ascii=False)
     if "input" not in case and isinstance(case.get("input_files"), list):
         _prompt_from_files(case, folder)
     if "input" not in case and isinstance(case.get("turns"), list):

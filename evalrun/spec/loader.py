@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
-from evalrun.spec.agentv_extras import interpolate_env, normalize_suite, normalize_test
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
+from evalrun.spec.agentv_extras import interpolate_env, normalize_suite, normalize_test
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
     LineMap,

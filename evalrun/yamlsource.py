@@ -93,7 +93,6 @@ class _Walk:
             return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
         return self.scalar(node)
 
-
     def merge(self, out: dict[Any, Any], node: yaml.Node, path: tuple[Any, ...], line: int) -> None:
         """A merge key (``<<: *base`` or ``<<: [*a, *b]``): the keys of the mappings it names,
         the first one winning, before the mapping's own keys (which win over all of them)."""

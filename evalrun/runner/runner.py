@@ -390,7 +390,7 @@ class EvalRun:
         if case.turns is not None:
             result.error = (
                 "multi-turn tests (AgentV's turns:) are not supported: evalrun asks its target "
-                "one request per case (docs/eval-files.md, \"AgentV files\")"
+                'one request per case (docs/eval-files.md, "AgentV files")'
             )
             return result, calls
         try:

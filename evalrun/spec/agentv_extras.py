@@ -315,4 +315,3 @@ def _options_to_config(
 def _copy(lines: LineMap, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
     for key in [k for k in lines if k[: len(old)] == old]:
         lines[(*new, *key[len(old) :])] = lines[key]
-

@@ -57,9 +57,7 @@ _UNSUPPORTED_GRADER = {
 _ASSERTIONS = {
     "type": "array",
     "description": "AgentV: assertions; a plain string is an llm-rubric item",
-    "items": {
-        "anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _UNSUPPORTED_GRADER]
-    },
+    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _UNSUPPORTED_GRADER]},
 }
 _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
 

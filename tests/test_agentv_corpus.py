@@ -3,7 +3,8 @@
 Every eval file AgentV discovers under ``examples/`` and ``evals/`` at two of its commits
 (tests/data/agentv_corpus/README.md) goes through ``evalrun validate``'s own code path. No file
 may raise; the share that validates may not fall below the floor measured when the floor was
-set; and every refusal must be one of ``OUT_OF_SCOPE``, the list docs/eval-files.md documents.
+set; every refusal must be one of ``OUT_OF_SCOPE``, the list docs/eval-files.md documents; and
+``evalrun schema`` accepts every file that validates (docs/eval-files.md, "Editor set-up").
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from evalrun.commands.run import _validate_one
+from evalrun.commands.run import _validate_one, eval_json_schema
+from evalrun.yamlsource import load_yaml_with_lines
 
 CORPUS = Path(__file__).parent / "data" / "agentv_corpus"
 #: AgentV's discovery patterns, matched on the path below the commit's folder, any case.
@@ -139,6 +142,12 @@ def test_agentv_files_validate(commit: str, stand_ins: Path) -> None:
     assert not crashes, "validate raised:\n" + "\n".join(crashes)
     unexplained = [p for o in outcomes for p in o.problems if _out_of_scope(p) is None]
     assert not unexplained, "refusals outside OUT_OF_SCOPE:\n" + "\n".join(unexplained[:40])
-    valid = sum(not o.problems for o in outcomes)
-    print(f"{commit}: {valid}/{len(files)} validate")
-    assert valid >= FLOORS[commit], f"{commit}: {valid}/{len(files)} validate"
+    valid = [o.file for o in outcomes if not o.problems]
+    print(f"{commit}: {len(valid)}/{len(files)} validate")
+    assert len(valid) >= FLOORS[commit], f"{commit}: {len(valid)}/{len(files)} validate"
+    schema = jsonschema.Draft202012Validator(eval_json_schema())
+    refused = {
+        str(file): [e.message[:200] for e in schema.iter_errors(load_yaml_with_lines(file)[0])]
+        for file in valid
+    }
+    assert {file: errors for file, errors in refused.items() if errors} == {}

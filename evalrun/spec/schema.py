@@ -46,18 +46,20 @@ _PROMPT = {
         },
     ]
 }
-#: AgentV's kinds that load but cannot run here keep options of their own (agentv_extras.py).
-_UNSUPPORTED_GRADER = {
+#: Graders whose AgentV options are kept in ``config`` (agentv_extras.py): the kinds that load
+#: but cannot run here, and AgentV's script graders, whose unknown keys AgentV passes through.
+_OPEN_TYPES = [t for k in types("unsupported") for t in (k, f"not-{k}")]
+_OPEN_GRADER = {
     "type": "object",
     "required": ["type"],
     "properties": {
-        "type": {"enum": [t for k in types("unsupported") for t in (k, f"not-{k}")] + ["composite"]}
+        "type": {"enum": [*_OPEN_TYPES, "composite", "script", "code-grader", "code_grader"]}
     },
 }
 _ASSERTIONS = {
     "type": "array",
     "description": "AgentV: assertions; a plain string is an llm-rubric item",
-    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _UNSUPPORTED_GRADER]},
+    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _OPEN_GRADER]},
 }
 _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
 
@@ -100,7 +102,8 @@ def eval_json_schema() -> dict[str, Any]:
             },
         }
     )
-    props["graders"]["items"] = _ASSERTIONS["items"]
+    for key in ("graders", "assertions", "evaluators"):
+        props[key]["items"] = _ASSERTIONS["items"]
     schema.pop("required", None)
     schema["anyOf"] = [{"required": [key]} for key in ("tests", "eval_cases", "evalcases")]
     return published(
@@ -135,6 +138,8 @@ def _widen_test(test: dict[str, Any]) -> None:
         }
     )
     test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    expected = test["properties"]["expected_output"]  # AgentV's structured answer: a mapping
+    test["properties"]["expected_output"] = {"anyOf": [expected, {"type": "object"}]}
 
 
 def _widen_grader(grader: dict[str, Any]) -> None:

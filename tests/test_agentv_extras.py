@@ -236,3 +236,34 @@ def test_a_run_says_plainly_what_it_cannot_grade(tmp_path: Path) -> None:
     chat = rows["chat"]
     assert chat["status"] == "error"
     assert "multi-turn tests (AgentV's turns:) are not supported" in json.dumps(chat)
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ("name: x\ninput: 5\ntests: [{id: a, input: q, graders: [{type: is-json}]}]", ":2: input"),
+        ("name: x\ngraders: 5\ntests: [{id: a, criteria: c}]", ":2: graders"),
+        ("name: x\ntests: [{id: a, input: q, graders: 5}]", ":2: tests[0].graders"),
+        (
+            "name: x\ntests: [{id: a, input: q, assertions: [{type: rubrics, criteria: [3]}]}]",
+            ":2: tests[0].graders[0].type",
+        ),
+        (
+            "name: x\ntests: [{id: a, input: q, turns: x, assertions: [{type: is-json}]}]",
+            ":2: tests[0].turns",
+        ),
+        (
+            "name: x\ntests: [{id: a, input: q, assertions: [{type: composite, assertions: 5}]}]",
+            ":2: tests[0].graders[0].graders",
+        ),
+        ("name: x\ntests:\n  - id: a\n    <<: [1]\n", ":4: '<<' merges mappings only"),
+    ],
+)
+def test_hostile_agentv_values_are_errors_at_their_key(
+    tmp_path: Path, body: str, where: str
+) -> None:
+    path = tmp_path / "h.eval.yaml"
+    path.write_text(body)
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert f"{path}{where}" in str(caught.value)

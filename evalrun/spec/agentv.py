@@ -68,7 +68,8 @@ def normalize_eval(data: Any, lines: LineMap, notes: Notes | None = None) -> Any
             lines[("target",)] = lines[("execution", "target")]
         notes.append((("execution", "target"), "AgentV 4.x's key: AgentV now uses 'providers'"))
     _renamed(data, _FILE_KEYS, (), lines, notes)
-    for i, grader in enumerate(data.get("graders") or []):
+    graders = data.get("graders")
+    for i, grader in enumerate(graders if isinstance(graders, list) else []):
         _normalize_grader(grader, ("graders", i), lines, notes)
     tests = data.get("tests")
     if isinstance(tests, list):
@@ -84,7 +85,8 @@ def normalize_case(
     if not isinstance(case, dict):
         return case
     _renamed(case, _CASE_KEYS, path, lines, notes)
-    for i, grader in enumerate(case.get("graders") or []):
+    graders = case.get("graders")
+    for i, grader in enumerate(graders if isinstance(graders, list) else []):
         _normalize_grader(grader, (*path, "graders", i), lines, notes)
     return case
 

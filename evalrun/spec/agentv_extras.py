@@ -91,7 +91,11 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
     if not isinstance(data, dict):
         return data
     agentv = agentv or any(key in data for key in AGENTV_SUITE_KEYS)
-    suite_input = data.pop("input", None)
+    suite_input = data.get("input")
+    if isinstance(suite_input, (str, list)):
+        del data["input"]  # any other value stays, for validation to name
+    else:
+        suite_input = None
     graders = data.get("graders")
     if isinstance(graders, list):
         data["graders"] = normalize_graders(graders, ("graders",), lines, agentv=agentv)
@@ -118,7 +122,7 @@ def _prepend_input(case: dict[str, Any], suite_input: Any) -> None:
 def _as_messages(value: Any) -> list[Any]:
     if isinstance(value, str):
         return [{"role": "user", "content": value}]
-    return list(value) if isinstance(value, list) else [value]
+    return list(value) if isinstance(value, list) else [value]  # validation names what is wrong
 
 
 def _judge_criteria(case: Any) -> None:
@@ -261,26 +265,27 @@ def _known(kind: str) -> bool:
 def _rubrics(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> None:
     """``type: rubrics`` with ``criteria:`` items (strings or ``{outcome}`` / ``{description}``
     mappings) is AgentV's older ``llm-rubric``; the items are its rubric."""
-    grader["type"] = "llm-rubric"
-    criteria = grader.pop("criteria", None)
-    if criteria is None:
-        criteria = grader.pop("value", None)
+    key = "criteria" if "criteria" in grader else "value"
+    criteria = grader.get(key)
     items = criteria if isinstance(criteria, list) else [criteria] if criteria else []
-    config = grader.setdefault("config", {})
-    if not isinstance(config, dict):
-        return
     rubric = [_rubric_text(item) for item in items]
-    config.setdefault("rubric", [text for text in rubric if text])
-    _copy(lines, (*path, "criteria"), (*path, "config", "rubric"))
+    config = grader.get("config", {})
+    if not rubric or not all(rubric) or not isinstance(config, dict):
+        return  # left as written: validation names the key it cannot read
+    grader["type"] = "llm-rubric"
+    grader.pop(key)
+    grader["config"] = {**config, "rubric": config.get("rubric", rubric)}
+    _copy(lines, (*path, key), (*path, "config", "rubric"))
 
 
 def _rubric_text(item: Any) -> str:
+    """An item's text, or "" when it has none."""
     if isinstance(item, dict):
         for key in ("outcome", "description", "criteria", "text"):
             if isinstance(item.get(key), str):
                 return item[key]
         return ""
-    return str(item) if item is not None else ""
+    return item if isinstance(item, str) else ""
 
 
 def _regex_flags(grader: dict[str, Any]) -> None:

@@ -246,7 +246,7 @@ def test_a_run_says_plainly_what_it_cannot_grade(tmp_path: Path) -> None:
         ("name: x\ntests: [{id: a, input: q, graders: 5}]", ":2: tests[0].graders"),
         (
             "name: x\ntests: [{id: a, input: q, assertions: [{type: rubrics, criteria: [3]}]}]",
-            ":2: tests[0].graders[0].type",
+            ":2: tests[0].graders[0].criteria[0]: a rubric item needs its text",
         ),
         (
             "name: x\ntests: [{id: a, input: q, turns: x, assertions: [{type: is-json}]}]",
@@ -267,3 +267,27 @@ def test_hostile_agentv_values_are_errors_at_their_key(
     with pytest.raises(EvalFileError) as caught:
         load_eval(path)
     assert f"{path}{where}" in str(caught.value)
+
+
+def test_a_banded_rubric_item_is_refused_at_its_line(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: x
+        tests:
+          - id: a
+            input: q
+            assertions:
+              - type: rubrics
+                criteria:
+                  - Is short
+                  - id: accuracy
+                    score_ranges: {0: wrong, 10: right}
+        """,
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert str(caught.value) == (
+        f"{path}:9: tests[0].graders[0].criteria[1]: a rubric item scored in score_ranges "
+        "bands is not supported by evalrun"
+    )

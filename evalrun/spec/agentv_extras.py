@@ -24,6 +24,16 @@ from evalrun.spec.kinds import ALIASES, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
 
+
+class AgentVProblem(ValueError):
+    """A value AgentV accepts that evalrun cannot map, at the key path it is about."""
+
+    def __init__(self, path: tuple[Any, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
 #: Top-level keys only AgentV files have (evalrun keeps them: models.py, EvalFile).
 AGENTV_SUITE_KEYS = (
     "name",
@@ -270,7 +280,16 @@ def _rubrics(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> N
     items = criteria if isinstance(criteria, list) else [criteria] if criteria else []
     rubric = [_rubric_text(item) for item in items]
     config = grader.get("config", {})
-    if not rubric or not all(rubric) or not isinstance(config, dict):
+    for i, (item, text) in enumerate(zip(items, rubric, strict=True)):
+        if not text:
+            banded = isinstance(item, dict) and "score_ranges" in item
+            raise AgentVProblem(
+                (*path, key, i) if isinstance(criteria, list) else (*path, key),
+                "a rubric item scored in score_ranges bands is not supported by evalrun"
+                if banded
+                else "a rubric item needs its text (a string, or 'outcome')",
+            )
+    if not rubric or not isinstance(config, dict):
         return  # left as written: validation names the key it cannot read
     grader["type"] = "llm-rubric"
     grader.pop(key)

@@ -15,7 +15,12 @@ from pydantic import ValidationError
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
-from evalrun.spec.agentv_extras import interpolate_env, normalize_suite, normalize_test
+from evalrun.spec.agentv_extras import (
+    AgentVProblem,
+    interpolate_env,
+    normalize_suite,
+    normalize_test,
+)
 from evalrun.spec.models import EvalFile, TestCase
 from evalrun.yamlsource import (
     LineMap,
@@ -89,7 +94,10 @@ def load_eval(path: Path) -> LoadedEval:
             raise EvalFileError(_located(path, exc.problems, lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
-    data = normalize_suite(data, lines, path.parent, agentv=agentv or bool(notes))
+    try:
+        data = normalize_suite(data, lines, path.parent, agentv=agentv or bool(notes))
+    except AgentVProblem as exc:
+        raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     try:
         spec = EvalFile.model_validate(data)
     except ValidationError as exc:
@@ -210,7 +218,10 @@ def _stamp(path: Path) -> tuple[int, int]:
 def _jsonl_case(path: Path, index: int, lineno: int, item: Any) -> tuple[TestCase | None, str]:
     """One line of a JSONL tests file as a case, or None and what is wrong with it."""
     lines = {(index,): lineno}
-    item = normalize_test(normalize_case(item, (index,), lines), (index,), lines, path.parent)
+    try:
+        item = normalize_test(normalize_case(item, (index,), lines), (index,), lines, path.parent)
+    except AgentVProblem as exc:
+        return None, f"{path}:{lineno}: {format_loc(('tests', *exc.path))}: {exc.message}"
     try:
         case = TestCase.model_validate(item)
     except ValidationError as exc:
@@ -285,7 +296,12 @@ def _load_tests_file(
     cases: list[TestCase] = []
     problems: list[str] = []
     for i, item in enumerate(items):
-        item = normalize_test(normalize_case(item, (i,), lines), (i,), lines, path.parent)
+        try:
+            item = normalize_test(normalize_case(item, (i,), lines), (i,), lines, path.parent)
+        except AgentVProblem as exc:
+            line = line_for(lines, exc.path)
+            problems.append(f"{path}:{line}: {format_loc(('tests', *exc.path))}: {exc.message}")
+            continue
         try:
             case = TestCase.model_validate(item)
         except ValidationError as exc:

@@ -30,7 +30,7 @@ EVAL_FILE = re.compile(r"(\.eval\.ya?ml|(^|/)(suite|eval)\.ya?ml)$", re.IGNORECA
 
 #: Files that validate, per commit: raise a floor when a change makes more files validate.
 #: Before issue #34: 12 of 119 and 8 of 118 (and 2 tracebacks each, on YAML merge keys).
-FLOORS = {"58f316ca2": 97, "14bca459e": 97}
+FLOORS = {"58f316ca2": 99, "14bca459e": 98}
 
 #: Programs AgentV's graders run. Whether this machine has them is not what this test checks,
 #: so a stand-in for each is put first on PATH (validation only looks them up).
@@ -58,7 +58,7 @@ OUT_OF_SCOPE: tuple[tuple[str, str], ...] = (
         "judge options on a grader (temperature, prompt templates, steps, its own judge)",
         r"\.(temperature|prompt|max_steps): .*unknown key|graders\[\]\.target: Input should be",
     ),
-    ("per-test execution settings", r"^tests\[\]\.execution: "),
+    ("per-test execution settings other than skip_defaults", r"^tests\[\]\.execution: "),
     ("rubric items scored in score_ranges bands", r"scored in score_ranges bands"),
     (
         "suite keys with no evalrun meaning yet",

@@ -291,3 +291,40 @@ def test_a_banded_rubric_item_is_refused_at_its_line(tmp_path: Path) -> None:
         f"{path}:9: tests[0].graders[0].criteria[1]: a rubric item scored in score_ranges "
         "bands is not supported by evalrun"
     )
+
+
+def test_skip_defaults_gives_a_test_neither_suite_graders_nor_suite_input(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """\
+        name: x
+        input: Be brief.
+        assertions:
+          - {type: contains, value: a}
+        tests:
+          - id: inherits
+            input: q
+            assertions:
+              - {type: equals, value: b}
+          - id: skips
+            input: r
+            execution: {skip_defaults: true}
+            assertions:
+              - {type: is_json, timeout: nope}
+        """,
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)  # the lines still point at the test's own grader
+    assert f"{path}:14: tests[1].graders[0].timeout" in str(caught.value)
+    path.write_text(path.read_text().replace("value: b}", "value: b, timeout: x}"))
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)  # an inheriting test's own grader keeps its line
+    assert f"{path}:9: tests[0].graders[1].timeout" in str(caught.value)
+    path.write_text(path.read_text().replace(", timeout: nope", "").replace(", timeout: x", ""))
+    loaded = load_eval(path)
+    assert loaded.spec.graders == []
+    inherits, skips = loaded.tests
+    assert [g.type for g in inherits.graders] == ["contains", "equals"]
+    assert [m.text() for m in inherits.input_messages] == ["Be brief.", "q"]
+    assert [g.type for g in skips.graders] == ["is-json"]
+    assert [m.text() for m in skips.input_messages] == ["r"]

@@ -111,15 +111,60 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
         data["graders"] = normalize_graders(graders, ("graders",), lines, agentv=agentv)
     tests = data.get("tests")
     if isinstance(tests, list):
+        skips = [_skips_defaults(case) for case in tests]
+        if any(skips):
+            _give_each_test_the_suite_graders(data, tests, skips, lines)
         for i, case in enumerate(tests):
             normalize_test(case, ("tests", i), lines, folder, agentv=agentv)
-            if suite_input is not None and isinstance(case, dict):
+            if suite_input is not None and isinstance(case, dict) and not skips[i]:
                 _prepend_input(case, suite_input)
             if agentv and not data.get("graders"):
                 _judge_criteria(case)
     elif suite_input is not None:
         data["input"] = suite_input  # a tests file: validation names the key it cannot place
     return data
+
+
+def _skips_defaults(case: Any) -> bool:
+    """``execution: {skip_defaults: true}``: AgentV gives this test neither the suite's graders
+    nor its ``input``. The key is taken only when that is all it says."""
+    if not isinstance(case, dict) or not isinstance(case.get("execution"), dict):
+        return False
+    if set(case["execution"]) != {"skip_defaults"} or not isinstance(
+        case["execution"]["skip_defaults"], bool
+    ):
+        return False
+    return case.pop("execution")["skip_defaults"]
+
+
+def _give_each_test_the_suite_graders(
+    data: dict[str, Any], tests: list[Any], skips: list[bool], lines: LineMap
+) -> None:
+    """evalrun's suite graders apply to every test, so with a test that skips them they move
+    into each other test, first, keeping their lines."""
+    suite = data.get("graders")
+    if not isinstance(suite, list) or not suite:
+        return
+    data["graders"] = []
+    for i, case in enumerate(tests):
+        if skips[i] or not isinstance(case, dict):
+            continue
+        own = case.get("graders", [])
+        if not isinstance(own, list):
+            continue
+        for j in range(len(own) - 1, -1, -1):  # shift the test's own graders' lines
+            _move(lines, ("tests", i, "graders", j), ("tests", i, "graders", j + len(suite)))
+        for j in range(len(suite)):
+            _copy(lines, ("graders", j), ("tests", i, "graders", j))
+        case["graders"] = [*(dict(g) if isinstance(g, dict) else g for g in suite), *own]
+
+
+def _move(lines: LineMap, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
+    moved = {k: v for k, v in lines.items() if k[: len(old)] == old}
+    for key in moved:
+        del lines[key]
+    for key, line in moved.items():
+        lines[(*new, *key[len(old) :])] = line
 
 
 def _prepend_input(case: dict[str, Any], suite_input: Any) -> None:

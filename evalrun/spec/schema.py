@@ -135,6 +135,11 @@ def _widen_test(test: dict[str, Any]) -> None:
             "mode": {"type": "string"},
             "aggregation": {"type": "string"},
             "on_turn_failure": {"type": "string"},
+            "execution": {
+                "type": "object",
+                "properties": {"skip_defaults": {"type": "boolean"}},
+                "additionalProperties": False,
+            },
         }
     )
     test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}

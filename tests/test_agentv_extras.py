@@ -328,3 +328,21 @@ def test_skip_defaults_gives_a_test_neither_suite_graders_nor_suite_input(tmp_pa
     assert [m.text() for m in inherits.input_messages] == ["Be brief.", "q"]
     assert [g.type for g in skips.graders] == ["is-json"]
     assert [m.text() for m in skips.input_messages] == ["r"]
+
+
+def test_a_rubric_file_is_read_and_a_missing_one_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "judge.md").write_text("Refuses the unsafe request.\n")
+    body = """\
+        name: x
+        tests:
+          - id: a
+            input: q
+            assertions:
+              - {type: llm-rubric, prompt: "file://judge.md"}
+        """
+    (case,) = load_eval(write(tmp_path, body)).tests
+    assert case.graders[0].config["rubric"] == ["Refuses the unsafe request."]
+    path = write(tmp_path, body.replace("judge.md", "nope.md"))
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert str(caught.value).startswith(f"{path}:6: tests[0].graders[0]: rubric file nope.md: ")

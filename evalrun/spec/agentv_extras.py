@@ -122,6 +122,7 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
                 _judge_criteria(case)
     elif suite_input is not None:
         data["input"] = suite_input  # a tests file: validation names the key it cannot place
+    _read_rubric_files(data.get("graders"), ("graders",), folder)
     return data
 
 
@@ -211,7 +212,29 @@ def normalize_test(
     graders = case.get("graders")
     if isinstance(graders, list):
         case["graders"] = normalize_graders(graders, (*path, "graders"), lines, agentv=agentv)
+        _read_rubric_files(case["graders"], (*path, "graders"), folder)
     return case
+
+
+def _read_rubric_files(graders: Any, path: tuple[Any, ...], folder: Path) -> None:
+    """An ``llm-rubric`` item that is ``file://PATH`` (AgentV's ``prompt: file://...``) is the
+    text of that file, relative to the eval file; one that cannot be read is an error."""
+    for i, grader in enumerate(graders if isinstance(graders, list) else []):
+        if not isinstance(grader, dict):
+            continue
+        _read_rubric_files(grader.get("graders"), (*path, i, "graders"), folder)
+        config = grader.get("config")
+        rubric = config.get("rubric") if isinstance(config, dict) else None
+        if grader.get("type") != "llm-rubric" or not isinstance(rubric, list):
+            continue
+        for j, item in enumerate(rubric):
+            if isinstance(item, str) and item.startswith("file://"):
+                name = item.removeprefix("file://")
+                try:
+                    rubric[j] = (folder / name).read_text(encoding="utf-8").strip()
+                except (OSError, UnicodeDecodeError) as exc:
+                    reason = getattr(exc, "strerror", None) or "not UTF-8 text"
+                    raise AgentVProblem((*path, i), f"rubric file {name}: {reason}") from None
 
 
 def _prompt_from_files(case: dict[str, Any], folder: Path) -> None:
@@ -293,6 +316,8 @@ def normalize_grader(
         grader["negate"] = not grader.get("negate", False)
     if kind in _RUBRIC_TYPES:
         _rubrics(grader, path, lines)
+    elif kind == "llm-rubric" and not in_set:
+        _rubric_text_key(grader, path, lines)
     required = grader.pop("required", None)
     if isinstance(required, (int, float)) and not isinstance(required, bool):
         grader.setdefault("threshold", required)  # ``required: 0.8``: must score 0.8
@@ -340,6 +365,17 @@ def _rubrics(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> N
     grader.pop(key)
     grader["config"] = {**config, "rubric": config.get("rubric", rubric)}
     _copy(lines, (*path, key), (*path, "config", "rubric"))
+
+
+def _rubric_text_key(grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap) -> None:
+    """AgentV's ``llm-rubric`` takes its one item as ``prompt``, ``criteria`` or ``value``."""
+    config = grader.get("config", {})
+    for key in ("prompt", "criteria", "value"):
+        if isinstance(grader.get(key), str) and isinstance(config, dict):
+            if "rubric" not in config:
+                grader["config"] = {**config, "rubric": [grader.pop(key)]}
+                _copy(lines, (*path, key), (*path, "config", "rubric"))
+            return
 
 
 def _rubric_text(item: Any) -> str:

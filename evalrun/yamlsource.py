@@ -28,6 +28,13 @@ MAX_ALIAS_NODES = 100_000
 MAX_DEPTH = 100
 
 
+def _is_merge(key: yaml.Node) -> bool:
+    """A ``<<`` key: YAML 1.1's merge key, which AgentV's files use (docs/eval-files.md)."""
+    return key.tag == "tag:yaml.org,2002:merge" or (
+        isinstance(key, yaml.ScalarNode) and key.value == "<<" and key.style is None
+    )
+
+
 class SourceError(Exception):
     """A file that cannot be parsed; the message already names file and line."""
 
@@ -189,8 +196,13 @@ class _Walk:
             if node.tag != _MAP:
                 raise SourceError(self.unsupported(node, path, line))
             out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
+            own: set[str] = set()  # keys written here; a merged key may be overridden once
+            merges = [pair for pair in node.value if _is_merge(pair[0])]
+            for key_node, value_node in [*merges, *(p for p in node.value if p not in merges)]:
                 key_line = line if repeated else key_node.start_mark.line + 1
+                if _is_merge(key_node):
+                    self.merge(out, value_node, path, key_line)
+                    continue
                 if not isinstance(key_node, yaml.ScalarNode):
                     raise SourceError(
                         f"{self.name}:{key_line}: {format_loc(path)}: a key must be a plain value, "
@@ -200,11 +212,12 @@ class _Walk:
                     raise SourceError(self.unsupported(key_node, path, key_line))
                 key = repair(key_node.value)[0]  # a key is a name: `1:` and `yes:` are text
                 where = (*path, key)  # named: mypy misreads `lines[(*path, key)]` on 3.10
-                if key in out:
+                if key in own:
                     raise SourceError(
                         f"{self.name}:{key_line}: {format_loc(where)}: the key is repeated "
                         f"(first on line {self.lines[where]}); a key may appear once"
                     )
+                own.add(key)
                 out[key] = self.node(value_node, where, key_line)
                 self.lines[where] = key_line
             return out
@@ -214,6 +227,18 @@ class _Walk:
             here = line if repeated else node.start_mark.line + 1
             return [self.node(child, (*path, i), here) for i, child in enumerate(node.value)]
         return self.scalar(node, path, line)
+
+    def merge(self, out: dict[Any, Any], node: yaml.Node, path: tuple[Any, ...], line: int) -> None:
+        """A merge key (``<<: *base`` or ``<<: [*a, *b]``): the keys of the mappings it names,
+        the first one winning, before the mapping's own keys (which win over all of them)."""
+        own_line = self.lines[path]
+        value = self.node(node, path, line)
+        self.lines[path] = own_line
+        for source in value if isinstance(value, list) else [value]:
+            if not isinstance(source, dict):
+                raise SourceError(f"{self.name}:{line}: '<<' merges mappings only")
+            for key, item in source.items():
+                out.setdefault(key, item)
 
 
 def _short(text: str) -> str:

@@ -111,7 +111,7 @@ def test_current_format_maps_onto_the_models() -> None:
     assert greet.expected_output == "Hello, Ada!"
     assert greet.metadata["topic"] == "greeting"
     by_name = {g.name: g for g in greet.graders}
-    assert (by_name["starts-with"].type, by_name["starts-with"].value) == ("regex", "\\A(?:Hello)")
+    assert (by_name["starts-with"].type, by_name["starts-with"].value) == ("starts-with", "Hello")
     assert by_name["not-icontains"].negate and by_name["not-icontains"].type == "icontains"
     assert loaded.spec.graders[0].name == "agentv_style"
     rag = load_eval(FIXTURES / "rag-current.eval.yaml")

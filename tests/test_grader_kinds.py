@@ -77,4 +77,5 @@ def test_the_docs_list_every_type_of_the_table() -> None:
 
     assert listed("a built-in") == list(types("builtin"))
     assert listed("a deterministic check") == list(types("check"))
+    assert listed("AgentV's kinds that load but cannot run yet") == list(types("unsupported"))
     assert re.findall(r"`([^`]+)`", row.split("|")[3])[0] == types("command")[0]

@@ -15,6 +15,9 @@ def run_deterministic(spec: GraderSpec, output: str | None) -> GraderResult:
     result = GraderResult(
         name=spec.name or spec.type, status="error", weight=spec.weight, threshold=spec.threshold
     )
+    if spec.kind.runs == "unsupported":
+        result.reason = spec.kind.why  # an error, never a silent score (docs/eval-files.md)
+        return result
     if output is None:
         result.status, result.reason = "unscored", "there is no output to check"
         return result
@@ -65,6 +68,35 @@ def _contains(spec: GraderSpec, output: str) -> tuple[bool, str]:
     if missing:
         return False, "output lacks " + ", ".join(repr(v) for v in missing)
     return True, "output contains " + ", ".join(repr(v) for v in _values(spec))
+
+
+@deterministic_check("contains-all", "icontains-all", "contains-any", "icontains-any")
+def _contains_some(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    """AgentV's list checks: ``-all`` needs every value, ``-any`` one; ``i`` ignores case."""
+    fold = (lambda s: s.casefold()) if spec.type.startswith("i") else (lambda s: s)
+    values = _values(spec)
+    found = [v for v in values if fold(v) in fold(output)]
+    if spec.type.endswith("-all"):
+        missing = [v for v in values if v not in found]
+        if missing:
+            return False, "output lacks " + ", ".join(repr(v) for v in missing)
+        return True, "output contains " + ", ".join(repr(v) for v in values)
+    if found:
+        return True, "output contains " + ", ".join(repr(v) for v in found)
+    return False, "output contains none of " + ", ".join(repr(v) for v in values)
+
+
+@deterministic_check("starts-with", "ends-with")
+def _starts_or_ends(spec: GraderSpec, output: str) -> tuple[bool, str]:
+    """The output starts or ends with one of the values (both without surrounding whitespace)."""
+    text = output.strip()
+    test = text.startswith if spec.type == "starts-with" else text.endswith
+    where = "starts" if spec.type == "starts-with" else "ends"
+    hit = next((v for v in _values(spec) if test(v.strip())), None)
+    if hit is not None:
+        return True, f"output {where} with {hit!r}"
+    values = ", ".join(repr(v) for v in _values(spec))
+    return False, f"output does not {where[:-1]} with {values}"
 
 
 @deterministic_check("regex")

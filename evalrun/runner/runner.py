@@ -403,6 +403,12 @@ class EvalRun:
             id=case.id, status="error", repeat=repeat, target=self.target_name, line=case.line
         )
         calls: list[JudgeCall] = []
+        if case.turns is not None:
+            result.error = (
+                "multi-turn tests (AgentV's turns:) are not supported: evalrun asks its target "
+                'one request per case (docs/eval-files.md, "AgentV files")'
+            )
+            return result, calls
         try:
             output, target_ms, usage, repaired = await self._answer(case)
             result.output = output

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,21 @@ CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults
 CURRENT_TEST_KEYS = ("vars", "assert")
 
 #: AgentV assertion type -> (evalrun grader type, extra keys); see _map_assertion.
-_SAME_TYPES = ("contains", "icontains", "regex", "equals", "is-json", "script", "llm-rubric")
+_SAME_TYPES = (
+    "contains",
+    "icontains",
+    "regex",
+    "equals",
+    "is-json",
+    "script",
+    "llm-rubric",
+    "contains-all",
+    "icontains-all",
+    "contains-any",
+    "icontains-any",
+    "starts-with",
+    "ends-with",
+)
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
 
 
@@ -396,7 +409,7 @@ def _map_assertion(
     if "metric" in grader:
         grader["name"] = grader.pop("metric")
     elif kind not in _SAME_TYPES and kind:
-        grader.setdefault("name", kind)  # icontains-any, starts-with, ... stay told apart
+        grader.setdefault("name", kind)  # not-contains, ... stay told apart
     if "min_score" in grader:
         grader.setdefault("threshold", grader.pop("min_score"))
     grader.pop("required", None)  # every evalrun grader gates its case already
@@ -404,12 +417,7 @@ def _map_assertion(
         # Text to look for is rendered once, before starts-with & co. escape it into a regex; a
         # regex is no template and llm-rubric renders its own (docs/eval-files.md, "Templates").
         grader["value"] = _render_value(m, grader["value"], vars_, (*path, "value"))
-    if base_kind in ("contains-all", "icontains-all"):
-        grader["type"] = base_kind.removesuffix("-all")
-    elif base_kind in ("contains-any", "icontains-any", "starts-with", "ends-with"):
-        grader["type"] = "regex"
-        grader["value"] = _as_regex(base_kind, grader.get("value"))
-    elif negate and base_kind in _SAME_TYPES:
+    if negate and base_kind in _SAME_TYPES:
         grader["type"] = base_kind
     if negate:
         grader["negate"] = True
@@ -418,14 +426,6 @@ def _map_assertion(
     elif grader.get("type") == "script":
         _script(m, grader, path)
     return grader
-
-
-def _as_regex(kind: str, value: Any) -> str:
-    values = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    alternatives = "|".join(re.escape(v) for v in values)
-    pattern = {"starts-with": "\\A(?:{})", "ends-with": "(?:{})\\s*\\Z"}.get(kind, "(?:{})")
-    flags = "(?i)" if kind.startswith("icontains") else ""
-    return flags + pattern.format(alternatives)
 
 
 def _llm_rubric(

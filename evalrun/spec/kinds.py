@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: ``command``: the eval file's own argv; ``check``: a deterministic check in evalrun's process
-#: (``evalrun/launcher/deterministic.py``); ``builtin``: a grader of the ``graders`` package.
-Runs = Literal["command", "check", "builtin"]
+#: (``evalrun/launcher/deterministic.py``); ``builtin``: a grader of the ``graders`` package;
+#: ``unsupported``: loads and validates (AgentV's files name it) but cannot run in evalrun yet:
+#: at run time it errors with the kind's ``why`` (docs/eval-files.md, "AgentV files").
+Runs = Literal["command", "check", "builtin", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -23,11 +25,13 @@ class GraderKind:
     requires: tuple[str, ...] = ()
     #: ``builtin``: the module run as ``python -m MODULE``
     module: str | None = None
+    #: ``unsupported``: why it cannot run, the reason its results give
+    why: str = ""
 
     @property
     def in_process(self) -> bool:
         """Runs in evalrun's process: no child, no sandbox, no judge."""
-        return self.runs == "check"
+        return self.runs in ("check", "unsupported")
 
     @property
     def always_judged(self) -> bool:
@@ -42,6 +46,17 @@ class GraderKind:
 
 def _builtin(type_: str) -> GraderKind:
     return GraderKind(type_, "builtin", module="graders." + type_.replace("-", "_"))
+
+
+_NEEDS_TRANSCRIPT = (
+    "grades the agent's transcript (tool calls, skills, time, tokens, cost); evalrun's targets "
+    "give only a final answer, so it needs a transcript this target gives none of"
+)
+
+
+def _agent_facing(type_: str) -> GraderKind:
+    """AgentV's graders of an agent's run rather than its answer."""
+    return GraderKind(type_, "unsupported", why=f"'{type_}' {_NEEDS_TRANSCRIPT}")
 
 
 KINDS: dict[str, GraderKind] = {
@@ -60,11 +75,30 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("equals", "check", requires=("value",)),
         GraderKind("is-json", "check"),
         GraderKind("json-schema", "check", requires=("schema",)),
+        GraderKind("contains-all", "check", requires=("value",)),
+        GraderKind("icontains-all", "check", requires=("value",)),
+        GraderKind("contains-any", "check", requires=("value",)),
+        GraderKind("icontains-any", "check", requires=("value",)),
+        GraderKind("starts-with", "check", requires=("value",)),
+        GraderKind("ends-with", "check", requires=("value",)),
+        _agent_facing("tool-trajectory"),
+        _agent_facing("trajectory:tool-sequence"),
+        _agent_facing("trajectory:tool-used"),
+        _agent_facing("trajectory:tool-args-match"),
+        _agent_facing("execution-metrics"),
+        _agent_facing("skill-used"),
+        _agent_facing("skill-trigger"),
+        GraderKind(
+            "assert-set",
+            "unsupported",
+            why="'assert-set' combines its own graders into one score; evalrun runs graders "
+            "side by side only, so it cannot run this one: list its graders directly instead",
+        ),
     )
 }
 
 #: Other spellings of a type (``_`` for ``-`` is accepted everywhere).
-ALIASES = {"code-grader": "script", "code-judge": "script"}
+ALIASES = {"code-grader": "script", "code-judge": "script", "composite": "assert-set"}
 
 
 def normalize_type(value: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -14,6 +15,12 @@ from pydantic import ValidationError
 from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
+from evalrun.spec.agentv_extras import (
+    AgentVProblem,
+    interpolate_env,
+    normalize_suite,
+    normalize_test,
+)
 from evalrun.spec.datasets import (
     HF,
     CsvRows,
@@ -97,13 +104,21 @@ def load_eval(path: Path) -> LoadedEval:
     data, lines = parsed.data, parsed.lines
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
-    if is_current_format(data):
+    data, unset = interpolate_env(data, os.environ)
+    if unset:
+        raise EvalFileError(_located(path, unset, lines))
+    agentv = is_current_format(data)
+    if agentv:
         try:
             data = map_current_format(data, lines, path.parent)
         except CurrentFormatError as exc:
             raise EvalFileError(_located(path, exc.problems, exc.lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
+    try:
+        data = normalize_suite(data, lines, path.parent, agentv=agentv or bool(notes))
+    except AgentVProblem as exc:
+        raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     try:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
@@ -225,7 +240,11 @@ class JsonlLines:
 
 def _row_case(source: Rows, index: int, position: int, item: Any) -> tuple[TestCase | None, str]:
     """One row of a streamed source as a case, or None and what is wrong with it."""
-    item = normalize_case(item, (index,), {})
+    folder = source.path.parent if isinstance(source, JsonlRows) else Path.cwd()
+    try:
+        item = normalize_test(normalize_case(item, (index,), {}), (index,), {}, folder)
+    except AgentVProblem as exc:
+        return None, f"{source.at(position)}: {format_loc(('tests', *exc.path))}: {exc.message}"
     try:  # JSON's numbers are typed: `"id": 7` is the text "7" (no warning to give)
         case, _ = validate_keeping_text(TestCase, item, Parsed(item, {}, {}, {}, []), "")
     except ValidationError as exc:
@@ -345,7 +364,12 @@ def _load_tests_file(
         if entry[0][: len(at)] == at and len(entry[0]) > len(at):
             ambiguous.setdefault(entry[0][len(at)], []).append(entry)
     for i, item in enumerate(items):
-        item = normalize_case(item, (i,), lines)
+        try:
+            item = normalize_test(normalize_case(item, (i,), lines), (i,), lines, path.parent)
+        except AgentVProblem as exc:
+            line = line_for(lines, exc.path)
+            problems.append(f"{path}:{line}: {format_loc(('tests', *exc.path))}: {exc.message}")
+            continue
         try:
             own = parsed._replace(ambiguous=ambiguous.get(i, []))
             case, found = validate_keeping_text(TestCase, item, own, path, (*at, i), ("tests", i))

@@ -101,6 +101,8 @@ class GraderSpec(BaseModel):
     value: str | list[str] | None = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")
     negate: bool = False
+    #: AgentV's ``assert-set``: the graders it combines (validated; not run, see kinds.py)
+    graders: list[GraderSpec] = Field(default_factory=list)
 
     @field_validator("type")
     @classmethod
@@ -214,6 +216,9 @@ class TestCase(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the verdicts a person gave, for ``evalrun calibrate`` (docs/judges.md)
     labels: dict[str, Any] = Field(default_factory=dict)
+    #: AgentV's multi-turn conversation: loads, but a run reports the case as an error, since
+    #: evalrun asks its target one request per case (docs/eval-files.md, "AgentV files")
+    turns: list[dict[str, Any]] | None = None
     #: Where the case is in its file: the line it starts on and its index among the tests
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
@@ -288,6 +293,16 @@ class EvalFile(BaseModel):
     graders: list[GraderSpec] = Field(default_factory=list)
     tests: Tests
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # AgentV's suite keys, kept as they are; none changes what a run does
+    # (docs/eval-files.md, "AgentV files" says why each is ignored).
+    name: str | None = None
+    version: str | int | float | None = None
+    tags: list[str] = Field(default_factory=list)
+    governance: dict[str, Any] = Field(default_factory=dict)
+    environment: Any = None
+    workspace: Any = None
+    extensions: Any = None
+    evaluate_options: dict[str, Any] = Field(default_factory=dict)
 
 
 def as_messages(value: Conversation | None, role: str) -> list[Message]:

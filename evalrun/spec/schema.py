@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from evalrun.spec.kinds import types
 from evalrun.spec.models import EvalFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -45,10 +46,20 @@ _PROMPT = {
         },
     ]
 }
+#: Graders whose AgentV options are kept in ``config`` (agentv_extras.py): the kinds that load
+#: but cannot run here, and AgentV's script graders, whose unknown keys AgentV passes through.
+_OPEN_TYPES = [t for k in types("unsupported") for t in (k, f"not-{k}")]
+_OPEN_GRADER = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {
+        "type": {"enum": [*_OPEN_TYPES, "composite", "script", "code-grader", "code_grader"]}
+    },
+}
 _ASSERTIONS = {
     "type": "array",
     "description": "AgentV: assertions; a plain string is an llm-rubric item",
-    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}]},
+    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _OPEN_GRADER]},
 }
 _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
 
@@ -71,6 +82,7 @@ def eval_json_schema() -> dict[str, Any]:
             "evaluators": graders,
             "execution": {"type": "object", "properties": {"target": {"type": "string"}}},
             # AgentV's current format
+            "input": {**_CONVERSATION, "description": "AgentV: put before every test's input"},
             "providers": _PROVIDER,
             "prompts": {"anyOf": [_PROMPT, {"type": "array", "minItems": 1, "items": _PROMPT}]},
             "assert": _ASSERTIONS,
@@ -90,7 +102,8 @@ def eval_json_schema() -> dict[str, Any]:
             },
         }
     )
-    props["graders"]["items"] = _ASSERTIONS["items"]
+    for key in ("graders", "assertions", "evaluators"):
+        props[key]["items"] = _ASSERTIONS["items"]
     schema.pop("required", None)
     schema["anyOf"] = [{"required": [key]} for key in ("tests", "eval_cases", "evalcases")]
     return published(
@@ -118,9 +131,20 @@ def _widen_test(test: dict[str, Any]) -> None:
             "assert": _ASSERTIONS,
             "description": {"type": "string"},
             "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+            "conversation_id": {"type": "string"},
+            "mode": {"type": "string"},
+            "aggregation": {"type": "string"},
+            "on_turn_failure": {"type": "string"},
+            "execution": {
+                "type": "object",
+                "properties": {"skip_defaults": {"type": "boolean"}},
+                "additionalProperties": False,
+            },
         }
     )
     test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    expected = test["properties"]["expected_output"]  # AgentV's structured answer: a mapping
+    test["properties"]["expected_output"] = {"anyOf": [expected, {"type": "object"}]}
 
 
 def _widen_grader(grader: dict[str, Any]) -> None:
@@ -133,10 +157,14 @@ def _widen_grader(grader: dict[str, Any]) -> None:
                 "anyOf": [{"type": "string"}, {"type": "boolean"}, {"$ref": "#/$defs/TargetAccess"}]
             },
             "min_score": {"type": "number", "minimum": 0, "maximum": 1},
-            "required": {"type": "boolean"},
+            "required": {"anyOf": [{"type": "boolean"}, {"type": "number"}]},
             "timeout_ms": {"type": "number", "exclusiveMinimum": 0},
-            "criteria": {"type": "string"},
+            "criteria": {"anyOf": [{"type": "string"}, {"type": "array"}]},
             "prompt": {"type": "string"},
+            "flags": {"type": "string"},
+            "assert": {"$ref": "#/$defs/GraderSpec/properties/graders"},
+            "assertions": {"$ref": "#/$defs/GraderSpec/properties/graders"},
+            "aggregator": {},
         }
     )
     grader["properties"]["value"] = {}

@@ -67,7 +67,7 @@ OUT_OF_SCOPE: tuple[tuple[str, str], ...] = (
     ),
     (
         "templates beyond {{ var }} and {{ env.X }}",
-        r"'\{\{ (config\.|7 \* 7)[^']*\}\}' names no var",
+        r"'\{\{ (config\b|7 \* 7)[^']*\}\}' names no var",
     ),
     ("environment variables this machine does not set", r"environment variable \w+ is not set"),
     (

@@ -81,7 +81,7 @@ def test_nunjucks_filters_render_as_nunjucks_does(tmp_path: Path) -> None:
 
 def test_assertion_values_render_before_they_become_regexes(tmp_path: Path) -> None:
     """A value is text to look for: ``starts-with`` and the ``-any``/``-all`` lists are rendered
-    with the test's vars, once, before they are escaped; a ``regex`` value is no template."""
+    with the test's vars, once, before their checks read them; a ``regex`` value is no template."""
     path = write(
         tmp_path,
         """
@@ -100,9 +100,9 @@ def test_assertion_values_render_before_they_become_regexes(tmp_path: Path) -> N
     )
     graders = load_eval(path).tests[0].graders
     assert [(g.type, g.value) for g in graders[:4]] == [
-        ("regex", "\\A(?:Hello\\ Ada)"),
-        ("contains", ["ADA", "ada"]),
-        ("regex", "(?i)(?:Ada!|bye)"),
+        ("starts-with", "Hello Ada"),
+        ("contains-all", ["ADA", "ada"]),
+        ("icontains-any", ["Ada!", "bye"]),
         ("regex", "{{2}"),
     ]
     assert graders[4].config["rubric"] == ["Greets ADA"]

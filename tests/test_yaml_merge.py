@@ -18,7 +18,8 @@ two:
 
 
 def test_merge_keys_copy_the_mapping_and_own_keys_win() -> None:
-    data, lines = parse_yaml_with_lines(TEXT, "t.yaml")
+    parsed = parse_yaml_with_lines(TEXT, "t.yaml")
+    data, lines = parsed.data, parsed.lines
     assert data["one"] == {"x": 1, "y": 3}
     assert data["two"] == {"x": 1, "y": 2, "w": 4, "z": 0}
     assert lines[("one", "x")] == 3  # a merged key is where the merge is
@@ -32,5 +33,5 @@ def test_a_merge_of_a_scalar_is_an_error_at_its_line() -> None:
 
 
 def test_a_quoted_double_angle_is_an_ordinary_key() -> None:
-    data, _ = parse_yaml_with_lines("a:\n  '<<': 3\n", "t.yaml")
+    data = parse_yaml_with_lines("a:\n  '<<': 3\n", "t.yaml").data
     assert data == {"a": {"<<": 3}}

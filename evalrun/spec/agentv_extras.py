@@ -401,7 +401,8 @@ def _options_to_config(
     grader: dict[str, Any], path: tuple[Any, ...], lines: LineMap, *, keep_target: bool = True
 ) -> None:
     """AgentV's own options of a grader are kept in its ``config``; ``mode`` is evalrun's only
-    when it says ``process`` or ``serve``, ``target`` only where the grader can run."""
+    when it says ``process`` or ``serve``, ``target`` only where the grader can run, ``value``
+    only when it is text (a trajectory grader's ``value`` is a mapping of its own options)."""
     config = grader.get("config", {})
     if not isinstance(config, dict):
         return
@@ -409,12 +410,19 @@ def _options_to_config(
         own = key in _GRADER_KEYS and not (
             (key == "mode" and grader[key] not in ("process", "serve"))
             or (key == "target" and not keep_target)
+            or (key == "value" and not _is_text(grader[key]))
         )
         if own:
             continue
         config.setdefault(key, grader.pop(key))
         _copy(lines, (*path, key), (*path, "config", key))
     grader["config"] = config
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str) or (
+        isinstance(value, list) and all(isinstance(item, str) for item in value)
+    )
 
 
 def _copy(lines: LineMap, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:

@@ -78,6 +78,8 @@ class Sandbox:
     masked: tuple[Path, ...] = ()
     #: where ``strict`` grader runs get their own private temp folder (the run's private folder)
     scratch: Path | None = None
+    #: more bwrap binds for ``strict`` (flag, path), such as the bytecode folder (bytecode.py)
+    binds: tuple[tuple[str, Path], ...] = ()
 
     def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
         if self.level == "none" or shutil.which(argv[0]) is None:
@@ -91,6 +93,8 @@ class Sandbox:
                 private = tempfile.mkdtemp(dir=self.scratch)
                 base += ["--bind", private, private, "--setenv", "TMPDIR", private]
             base += ["--bind", str(cwd), str(cwd), "--unshare-net"]
+            for flag, path in self.binds:
+                base += [flag, str(path), str(path)]
             if proxy is not None:
                 folder = str(proxy.socket_path.parent)
                 base += ["--bind", folder, folder]

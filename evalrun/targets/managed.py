@@ -1,6 +1,6 @@
 """What every target gets regardless of provider: defaults, a concurrency limit shared by the
-runner and the proxy, retries with backoff that honour Retry-After, the response cache, the
-record/replay cassette, and cost accounting."""
+runner and the proxy, retries with backoff that honour Retry-After, per-attempt timeouts derived
+from the target's latency, the response cache, the record/replay cassette, and cost accounting."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ from evalrun.targets.base import (
     CompletionResponse,
     Target,
     TargetError,
+    TargetTimeout,
     ToolsUnsupported,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.limit import ConcurrencyLimit
 from evalrun.targets.registry import kinds
+from evalrun.targets.tails import AttemptTimeouts
 
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
@@ -30,6 +32,9 @@ MAX_RETRY_AFTER_S = 120.0
 RATE_LIMIT_RETRIES = 10
 #: the most output tokens a request may ask of a target without a ``max_tokens`` of its own
 MAX_TOKENS_CAP = 8192
+#: how often an attempt looks again at the derived timeout while none is known yet, so a call
+#: that hung before there were enough answers is still cut once there are
+RECHECK_S = 0.25
 
 
 class ResponseStore(Protocol):
@@ -83,6 +88,10 @@ class ManagedTarget:
         setting = config.extra("cache")
         kind = kinds().get(config.kind)
         self._cache_enabled = bool(setting) if setting is not None else kind is None or kind.cached
+        #: a hung attempt is cut and sent again only to provider APIs (the cached kinds: an
+        #: agent's run is not repeated for being slow) whose ``timeout`` the user left unset
+        derive = kind is not None and kind.cached and "timeout" not in config.model_fields_set
+        self._timeouts = AttemptTimeouts(config.timeout, derive=derive)
 
     @property
     def kind(self) -> str:
@@ -160,8 +169,7 @@ class ManagedTarget:
                 async with self._limit:
                     self.calls += 1
                     started = time.perf_counter()
-                    assert self.provider is not None  # a replayed target never gets here
-                    response = await self.provider.complete(request)
+                    response = await self._attempt(request, started)
             except TargetError as exc:
                 exc.target = exc.target or self.name
                 throttled = exc.status == 429
@@ -186,8 +194,34 @@ class ManagedTarget:
                 ) from exc
             if self._adaptive is not None:
                 self._adaptive.succeeded()
-            response.latency_ms = (time.perf_counter() - started) * 1000
+            elapsed = time.perf_counter() - started
+            self._timeouts.observe(elapsed)
+            response.latency_ms = elapsed * 1000
             return response
+
+    async def _attempt(self, request: CompletionRequest, started: float) -> CompletionResponse:
+        """One attempt, cut when it outlasts the derived timeout (docs/targets.md, "Tails");
+        the provider's own ``timeout`` bounds it in any case."""
+        assert self.provider is not None  # a replayed target never gets here
+        if not self._timeouts.derive:
+            return await self.provider.complete(request)
+        attempt = asyncio.ensure_future(self.provider.complete(request))
+        try:
+            while True:
+                limit = self._timeouts.current()
+                wait = RECHECK_S if limit is None else started + limit - time.perf_counter()
+                done, _ = await asyncio.wait({attempt}, timeout=max(wait, 0.0))
+                if done:
+                    return attempt.result()
+                if limit is not None and time.perf_counter() - started >= limit:
+                    self._timeouts.cut += 1
+                    raise TargetTimeout(
+                        f"target '{self.name}': no answer within {limit:.2f}s, the timeout "
+                        "derived from its latency (docs/targets.md, 'Tails')",
+                        target=self.name,
+                    )
+        finally:
+            attempt.cancel()
 
     @staticmethod
     def _backoff(attempt: int, retry_after: float | None) -> float:
@@ -209,7 +243,7 @@ class ManagedTarget:
     def stats(self) -> dict[str, Any]:
         """Calls made and how the concurrency limit moved, for the run summary."""
         limit = self._adaptive.stats() if self._adaptive is not None else {}
-        return {"calls": self.calls, **limit}
+        return {"calls": self.calls, **limit, **self._timeouts.stats()}
 
     async def aclose(self) -> None:
         if self.provider is not None:

@@ -1,0 +1,79 @@
+"""Per-attempt timeouts derived from latency (docs/targets.md, "Tails") against a loopback
+OpenAI fake where a seeded share of attempts hangs."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from evalrun.targets import CompletionRequest, ManagedTarget
+from evalrun.targets.providers.openai import OpenAITarget
+from evalrun.targets.tails import FACTOR, FLOOR_S, MIN_SAMPLES, AttemptTimeouts
+from tests.targets_helpers import FakeServer, Reply, Seen, Sleeps, config, openai_reply
+
+KEY = "sk-tails-0123456789"
+
+
+class HangingJudge:
+    """Answers after ``latency_s``; ``share`` of the attempts (seeded) never answer."""
+
+    def __init__(self, share: float, latency_s: float = 0.005, seed: int = 36) -> None:
+        self.share, self.latency_s = share, latency_s
+        self.rng = random.Random(seed)
+        self.hung = 0
+
+    async def __call__(self, seen: Seen) -> Reply:
+        if self.rng.random() < self.share:
+            self.hung += 1
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.latency_s)
+        return openai_reply("ok")
+
+
+def run_calls(judge: HangingJudge, calls: int, **values: Any) -> dict[str, Any]:
+    async def main() -> dict[str, Any]:
+        async with FakeServer(judge) as server:
+            cfg = config(name="judge", model="gpt-4o-mini", base_url=server.url, **values)
+            managed = ManagedTarget(OpenAITarget(cfg, KEY), cfg, sleep=Sleeps())
+            requests = [CompletionRequest.from_prompt(f"q{i}") for i in range(calls)]
+            # a guard against a hang, not a timing: an uncut attempt waits the 60 s default
+            answers = await asyncio.wait_for(
+                asyncio.gather(*(managed.complete(r) for r in requests)), 30
+            )
+            stats = managed.stats()
+            await managed.aclose()
+        assert [a.text for a in answers] == ["ok"] * calls  # every call answered in the end
+        return stats
+
+    return asyncio.run(main())
+
+
+def test_hung_attempts_are_cut_and_their_retries_answer() -> None:
+    judge = HangingJudge(share=0.05)
+    stats = run_calls(judge, 400)
+    assert judge.hung >= 10  # the hangs were there
+    assert stats["attempt_timeouts"] == judge.hung  # each one cut, and only those
+    assert stats["calls"] == 400 + judge.hung  # one retry per cut attempt
+    assert FLOOR_S <= stats["attempt_timeout_s"] < 60
+    assert stats["latency_p99_ms"] is not None
+
+
+def test_a_timeout_set_in_targets_yaml_stays_fixed() -> None:
+    stats = run_calls(HangingJudge(share=0.0), 100, timeout=30)
+    assert stats["attempt_timeout_s"] is None and stats["attempt_timeouts"] == 0
+
+
+def test_the_timeout_is_derived_only_after_enough_answers_and_within_bounds() -> None:
+    timeouts = AttemptTimeouts(ceiling_s=60.0)
+    for _ in range(MIN_SAMPLES - 1):
+        timeouts.observe(0.01)
+    assert timeouts.current() is None  # too few answers to tell a tail
+    timeouts.observe(0.01)
+    assert timeouts.current() == FLOOR_S  # 3 x 10 ms is below the floor
+    for _ in range(1000):
+        timeouts.observe(2.0)
+    assert timeouts.current() == 2.0 * FACTOR
+    for _ in range(1000):
+        timeouts.observe(100.0)
+    assert timeouts.current() == 60.0  # never beyond the target's own timeout

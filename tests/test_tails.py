@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+from pathlib import Path
 from typing import Any
 
 from evalrun.targets import CompletionRequest, ManagedTarget
 from evalrun.targets.providers.openai import OpenAITarget
 from evalrun.targets.tails import FACTOR, FLOOR_S, MIN_SAMPLES, AttemptTimeouts
+from tests.conftest import read_bundle
+from tests.fault_helpers import run_suite, write_suite
 from tests.targets_helpers import FakeServer, Reply, Seen, Sleeps, config, openai_reply
 
 KEY = "sk-tails-0123456789"
@@ -77,3 +81,37 @@ def test_the_timeout_is_derived_only_after_enough_answers_and_within_bounds() ->
     for _ in range(1000):
         timeouts.observe(100.0)
     assert timeouts.current() == 60.0  # never beyond the target's own timeout
+
+
+GRADER = """\
+from grader_sdk import GraderInput, TargetClient, script_grader
+
+
+@script_grader
+def grade(inp: GraderInput):
+    reply = TargetClient.from_env().invoke(f"Is this right? {inp.output}", temperature=0)
+    return {"score": 1.0 if reply.raw_text == "ok" else 0.0, "reason": reply.raw_text}
+"""
+
+
+def test_a_run_whose_judge_hangs_now_and_then_scores_every_case(tmp_path: Path) -> None:
+    judge = HangingJudge(share=0.05)
+    (tmp_path / "grader.py").write_text(GRADER)
+    grader = {
+        "name": "judged",
+        "command": [sys.executable, "grader.py"],
+        "mode": "serve",
+        "target": {"max_calls": 1},
+        "timeout": 30,  # a guard, not a timing: an uncut attempt waits the 60 s default
+    }
+    cases = [{"id": f"c{i}", "input": f"q{i}", "output": f"a{i}"} for i in range(200)]
+    with FakeServer(judge) as server:
+        target = {"name": "judge", "kind": "openai", "model": "m", "base_url": f"{server.url}/v1"}
+        path = write_suite(tmp_path, graders=[grader], cases=cases, targets=[target])
+        result = run_suite(path, tmp_path / "out", "--workers", "8")
+    assert result.returncode == 0, result.stdout + result.stderr
+    results, summary = read_bundle(tmp_path / "out")
+    assert summary["counts"]["passed"] == 200
+    stats = summary["targets"]["judge"]
+    assert judge.hung >= 3 and stats["attempt_timeouts"] == judge.hung
+    assert stats["attempt_timeout_s"] >= FLOOR_S

@@ -23,7 +23,6 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -64,19 +63,12 @@ def _significantly_above(high: _Counts, low: _Counts) -> bool:
 
 
 class ConcurrencyLimit:
-    def __init__(
-        self,
-        start: int,
-        ceiling: int | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
+    def __init__(self, start: int, ceiling: int | None = None) -> None:
         self.ceiling = max(1, ceiling if ceiling is not None else start)
         self.limit = self.start = min(max(1, start), self.ceiling)
         self.peak_limit = self.limit
         self.peak_active = 0
         self.rate_limited = 0
-        self._clock = clock
         self._slow_start = True
         self._window = _Counts()
         self._window_retry_after = 0.0
@@ -134,7 +126,7 @@ class ConcurrencyLimit:
             raise
 
     async def _wait_out_pause(self) -> None:
-        while (delay := self._resume_at - self._clock()) > 0:
+        while (delay := self._resume_at - time.monotonic()) > 0:
             await asyncio.sleep(delay)
 
     def _take(self) -> None:
@@ -213,7 +205,7 @@ class ConcurrencyLimit:
                 reason = "load or noise: 429s with no lower concurrency to compare; stepping down"
             self._change(cut, reason, window, below)
             if retry_after:
-                self._resume_at = max(self._resume_at, self._clock() + retry_after)
+                self._resume_at = max(self._resume_at, time.monotonic() + retry_after)
         elif not loaded and level < self.ceiling:
             grown = level * 2 if self._slow_start else level + 1
             self._change(

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evalrun.targets import CompletionRequest, ManagedTarget
 from evalrun.targets.providers.openai import OpenAITarget
 from evalrun.targets.tails import FACTOR, FLOOR_S, MIN_SAMPLES, AttemptTimeouts
@@ -115,3 +117,43 @@ def test_a_run_whose_judge_hangs_now_and_then_scores_every_case(tmp_path: Path) 
     stats = summary["targets"]["judge"]
     assert judge.hung >= 3 and stats["attempt_timeouts"] == judge.hung
     assert stats["attempt_timeout_s"] >= FLOOR_S
+
+
+class SlowJudge:
+    """Answers after ``latency_s``, but a seeded ``share`` of attempts after ``slow_s``."""
+
+    def __init__(self, share: float, slow_s: float, latency_s: float = 0.005) -> None:
+        self.share, self.slow_s, self.latency_s = share, slow_s, latency_s
+        self.rng = random.Random(36)
+
+    async def __call__(self, seen: Seen) -> Reply:
+        slow = self.rng.random() < self.share
+        await asyncio.sleep(self.slow_s if slow else self.latency_s)
+        return openai_reply("ok", prompt_tokens=1000, completion_tokens=100)
+
+
+def test_hedged_copies_answer_slow_calls_and_are_charged() -> None:
+    price = {"input": 1.0, "output": 10.0}  # per million tokens: 0.002 USD a call
+    hedge = {"quantile": 0.95, "max_share": 0.2}
+
+    async def main() -> tuple[list[float], dict[str, Any]]:
+        async with FakeServer(SlowJudge(share=0.1, slow_s=0.5)) as server:
+            cfg = config(name="judge", model="m", base_url=server.url, price=price, hedge=hedge)
+            managed = ManagedTarget(OpenAITarget(cfg, KEY), cfg, sleep=Sleeps())
+            requests = [CompletionRequest.from_prompt(f"q{i}") for i in range(300)]
+            answers = await asyncio.gather(*(managed.complete(r) for r in requests))
+            stats = managed.stats()
+            await managed.aclose()
+        assert [a.text for a in answers] == ["ok"] * 300
+        return [a.cost_usd or 0.0 for a in answers], stats
+
+    costs, stats = asyncio.run(main())
+    assert stats["hedge_wins"] >= 5, stats  # slow calls answered by their copy
+    assert stats["hedged"] <= 0.2 * stats["calls"]  # never more than the share asked for
+    assert stats["attempt_timeouts"] == 0 and stats["calls"] == 300 + stats["hedged"]
+    assert sum(costs) == pytest.approx(0.002 * stats["calls"])  # every copy sent is charged
+
+
+def test_without_hedge_nothing_is_sent_twice() -> None:
+    stats = run_calls(HangingJudge(share=0.0), 100)
+    assert stats["hedged"] == 0 and stats["calls"] == 100

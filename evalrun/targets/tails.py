@@ -34,28 +34,34 @@ class AttemptTimeouts:
     cut: int = 0
     _latencies: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     _fresh: int = 0
-    _p99: float | None = None
+    _ordered: list[float] = field(default_factory=list)
 
     def observe(self, seconds: float) -> None:
         """An attempt answered after ``seconds``."""
         self._latencies.append(seconds)
         self._fresh += 1
-        if len(self._latencies) >= MIN_SAMPLES and (self._p99 is None or self._fresh >= REFRESH):
-            ordered = sorted(self._latencies)
-            self._p99 = ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+        if len(self._latencies) >= MIN_SAMPLES and (not self._ordered or self._fresh >= REFRESH):
+            self._ordered = sorted(self._latencies)
             self._fresh = 0
+
+    def quantile(self, q: float) -> float | None:
+        """The ``q`` quantile of the recent answers' latency, once there are enough of them."""
+        if not self._ordered:
+            return None
+        return self._ordered[min(len(self._ordered) - 1, math.ceil(q * len(self._ordered)) - 1)]
 
     def current(self) -> float | None:
         """The derived per-attempt timeout, or None (the target's own ``timeout`` applies)."""
-        if not self.derive or self._p99 is None:
+        p99 = self.quantile(0.99)
+        if not self.derive or p99 is None:
             return None
-        return min(self.ceiling_s, max(FLOOR_S, self._p99 * FACTOR))
+        return min(self.ceiling_s, max(FLOOR_S, p99 * FACTOR))
 
     def stats(self) -> dict[str, Any]:
         """What the run summary records per target."""
-        timeout = self.current()
+        timeout, p99 = self.current(), self.quantile(0.99)
         return {
             "attempt_timeout_s": None if timeout is None else round(timeout, 3),
-            "latency_p99_ms": None if self._p99 is None else round(self._p99 * 1000, 1),
+            "latency_p99_ms": None if p99 is None else round(p99 * 1000, 1),
             "attempt_timeouts": self.cut,
         }

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
+from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.models import CaseResult
@@ -233,6 +234,8 @@ def run(
         )
     if run_.sandbox.notice and not quiet:
         typer.echo(f"note: {run_.sandbox.notice}", err=True)
+    if (writes := bytecode.notice(os.environ)) and not quiet:
+        typer.echo(f"note: {writes}", err=True)
     drafts = _report_drafts(options, writer, len(run_.cases))
     try:
         outcome = asyncio.run(run_.run(writer, drafts.add if drafts else None))

@@ -1,5 +1,5 @@
 """The environment a grader gets: the parent's, minus credentials (named like one, or inside a
-URL), plus the proxy variables."""
+URL), plus the proxy variables and where to keep bytecode."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
+
+from evalrun.launcher.bytecode import use_pycache
 
 #: Words that mark a credential anywhere in a variable's name (``MISTRALAPIKEY``).
 SECRET_SUBSTRINGS = (
@@ -89,6 +91,7 @@ def grader_environment(
         for name, value in base.items()
         if name in allowed or (name not in secrets and not looks_secret(name))
     }
+    use_pycache(env, allowed)
     if proxy_url and proxy_token:
         env.update(proxy_variables(proxy_url, proxy_token))
     return env

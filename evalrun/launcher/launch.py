@@ -4,12 +4,14 @@ process holding a proxy grant that dies with it."""
 from __future__ import annotations
 
 import json
+import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from evalrun.judgecall import JudgeCall
+from evalrun.launcher.bytecode import strict_binds
 from evalrun.launcher.deterministic import run_deterministic
 from evalrun.launcher.environment import grader_environment, own_python, proxy_variables
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
@@ -108,6 +110,8 @@ async def _launch(
 ) -> ProcessOutcome:
     """Run the case in a served worker or in a process of its own; the grant lives meanwhile."""
     sandbox = ctx.sandbox.for_grader(spec.sandbox)
+    if sandbox.level == "strict":
+        sandbox = replace(sandbox, binds=strict_binds(os.environ))
     route = None
     if proxy is not None and proxy.unix_socket is not None:
         route = ProxyRoute(proxy.port, proxy.unix_socket)

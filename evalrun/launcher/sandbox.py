@@ -160,6 +160,8 @@ class Sandbox:
     masked: tuple[Path, ...] = ()
     #: where each ``strict`` grader run gets its scratch folder (in the run's private folder)
     scratch: Path | None = None
+    #: more bwrap binds for ``strict`` (flag, path), such as the bytecode folder (bytecode.py)
+    binds: tuple[tuple[str, Path], ...] = ()
 
     def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
         """``cwd`` is the grader's own folder: its working folder, except in ``strict``, where it
@@ -180,6 +182,8 @@ class Sandbox:
         for path in shown:
             args += ["--ro-bind", str(path), str(path)]
         args += self._masks()
+        for flag, path in self.binds:  # after the hidden folders: a bind may sit below one
+            args += [flag, str(path), str(path)]
         private = tempfile.mkdtemp(dir=self.scratch)
         args += ["--bind", private, private, "--setenv", "TMPDIR", private]
         if proxy is not None:

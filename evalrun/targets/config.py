@@ -48,6 +48,17 @@ class Price(BaseModel):
     output: float = 0.0
 
 
+class Hedge(BaseModel):
+    """Opt-in hedged requests (docs/targets.md, "Tails"): a second copy of a deterministic call
+    still unanswered at the ``quantile`` of the target's latency, for at most ``max_share`` of
+    its calls."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    quantile: float = Field(0.95, gt=0, lt=1)
+    max_share: float = Field(0.05, gt=0, le=1)
+
+
 #: where an unconfigured target's concurrency starts, and how far it may grow
 DEFAULT_CONCURRENCY = 8
 CONCURRENCY_CEILING = 256
@@ -71,6 +82,7 @@ class TargetConfig(BaseModel):
     max_concurrency: int | None = Field(None, ge=1)
     max_retries: int = 3
     price: Price | None = None
+    hedge: Hedge | None = None
     # mock
     default: str | None = None
     rules: list[MockRule] = Field(default_factory=list)

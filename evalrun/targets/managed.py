@@ -1,6 +1,6 @@
 """What every target gets regardless of provider: defaults, a concurrency limit shared by the
-runner and the proxy, retries with backoff that honour Retry-After, the response cache, the
-record/replay cassette, and cost accounting."""
+runner and the proxy, retries with backoff that honour Retry-After, per-attempt timeouts derived
+from the target's latency, the response cache, the record/replay cassette, and cost accounting."""
 
 from __future__ import annotations
 
@@ -17,10 +17,12 @@ from evalrun.targets.base import (
     CompletionResponse,
     Target,
     TargetError,
+    TargetTimeout,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.limit import ConcurrencyLimit
 from evalrun.targets.registry import ToolsUnsupported, kinds
+from evalrun.targets.tails import AttemptTimeouts
 
 MAX_BACKOFF_S = 30.0
 #: a longer Retry-After (a spent daily quota) fails at once instead of stalling the run
@@ -29,6 +31,9 @@ MAX_RETRY_AFTER_S = 120.0
 RATE_LIMIT_RETRIES = 10
 #: the most output tokens a request may ask of a target without a ``max_tokens`` of its own
 MAX_TOKENS_CAP = 8192
+#: how often an attempt looks again at the derived timeout while none is known yet, so a call
+#: that hung before there were enough answers is still cut once there are
+RECHECK_S = 0.25
 
 
 class ResponseStore(Protocol):
@@ -82,6 +87,13 @@ class ManagedTarget:
         setting = config.extra("cache")
         kind = kinds().get(config.kind)
         self._cache_enabled = bool(setting) if setting is not None else kind is None or kind.cached
+        #: a hung attempt is cut and sent again only to provider APIs (the cached kinds: an
+        #: agent's run is not repeated for being slow) whose ``timeout`` the user left unset
+        derive = kind is not None and kind.cached and "timeout" not in config.model_fields_set
+        self._timeouts = AttemptTimeouts(config.timeout, derive=derive)
+        #: copies sent by hedging (counted in ``calls`` too), and how many answered first
+        self.hedged = 0
+        self.hedge_wins = 0
 
     @property
     def kind(self) -> str:
@@ -144,7 +156,6 @@ class ManagedTarget:
                     self._recorder.put(self.config, request, response)
                 return response
         response = _encodable(await self._call_with_retries(request))  # before it is stored
-        response.cost_usd = self._cost(response)
         if self._cacheable(request):
             assert self._cache is not None
             self._cache.put(self.config, request, response)
@@ -159,8 +170,7 @@ class ManagedTarget:
                 async with self._limit:
                     self.calls += 1
                     started = time.perf_counter()
-                    assert self.provider is not None  # a replayed target never gets here
-                    response = await self.provider.complete(request)
+                    response, copies = await self._attempt(request, started)
             except TargetError as exc:
                 exc.target = exc.target or self.name
                 throttled = exc.status == 429
@@ -185,8 +195,73 @@ class ManagedTarget:
                 ) from exc
             if self._adaptive is not None:
                 self._adaptive.succeeded()
-            response.latency_ms = (time.perf_counter() - started) * 1000
+            elapsed = time.perf_counter() - started
+            self._timeouts.observe(elapsed)
+            response.latency_ms = elapsed * 1000
+            # a copy that lost was sent too: it is charged like the one that answered
+            response.cost_usd = self._cost(response, copies)
             return response
+
+    async def _attempt(
+        self, request: CompletionRequest, started: float
+    ) -> tuple[CompletionResponse, int]:
+        """One attempt and how many copies of it went out: cut when it outlasts the derived
+        timeout, and sent a second time when hedging says so (docs/targets.md, "Tails"); the
+        provider's own ``timeout`` bounds every copy in any case."""
+        assert self.provider is not None  # a replayed target never gets here
+        hedge_after = self._hedge_after(request)
+        if not self._timeouts.derive and hedge_after is None:
+            return await self.provider.complete(request), 1
+        first = asyncio.ensure_future(self.provider.complete(request))
+        copies, sent = [first], 1
+        try:
+            while True:
+                limit = self._timeouts.current()
+                now = time.perf_counter()
+                wake = [now + RECHECK_S if limit is None else started + limit]
+                if hedge_after is not None:
+                    wake.append(started + hedge_after)
+                done, _ = await asyncio.wait(
+                    copies, timeout=max(min(wake) - now, 0.0), return_when=asyncio.FIRST_COMPLETED
+                )
+                for copy in done:
+                    copies.remove(copy)
+                    if copy.exception() is not None and copies:
+                        continue  # the other copy may still answer
+                    self.hedge_wins += copy is not first and copy.exception() is None
+                    return copy.result(), sent
+                elapsed = time.perf_counter() - started
+                if limit is not None and elapsed >= limit:
+                    self._timeouts.cut += 1
+                    raise TargetTimeout(
+                        f"target '{self.name}': no answer within {limit:.2f}s, the timeout "
+                        "derived from its latency (docs/targets.md, 'Tails')",
+                        target=self.name,
+                    )
+                if hedge_after is not None and elapsed >= hedge_after:
+                    hedge_after = None  # one look: a copy goes now or never
+                    if not self._hedge_room():
+                        continue
+                    copies.append(asyncio.ensure_future(self.provider.complete(request)))
+                    sent += 1
+                    self.calls += 1
+                    self.hedged += 1
+        finally:
+            for copy in copies:
+                copy.cancel()
+
+    def _hedge_after(self, request: CompletionRequest) -> float | None:
+        """When a copy of this attempt goes out: only for deterministic requests (temperature 0
+        or unset, whose copies are interchangeable), once the latency is known."""
+        hedge = self.config.hedge
+        if hedge is None or (request.temperature or 0.0) != 0.0:
+            return None
+        return self._timeouts.quantile(hedge.quantile)
+
+    def _hedge_room(self) -> bool:
+        """Whether one more copy keeps the copies within ``max_share`` of all calls sent."""
+        assert self.config.hedge is not None
+        return self.hedged + 1 <= self.config.hedge.max_share * (self.calls + 1)
 
     @staticmethod
     def _backoff(attempt: int, retry_after: float | None) -> float:
@@ -198,17 +273,19 @@ class ManagedTarget:
     def _free(self) -> float | None:
         return 0.0 if self.config.price is not None else None
 
-    def _cost(self, response: CompletionResponse) -> float | None:
+    def _cost(self, response: CompletionResponse, copies: int) -> float | None:
         price = self.config.price
         if price is None:
             return None
         usage = response.usage
-        return (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+        one = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
+        return one * copies
 
     def stats(self) -> dict[str, Any]:
         """Calls made and how the concurrency limit moved, for the run summary."""
         limit = self._adaptive.stats() if self._adaptive is not None else {}
-        return {"calls": self.calls, **limit}
+        hedging = {"hedged": self.hedged, "hedge_wins": self.hedge_wins}
+        return {"calls": self.calls, **limit, **self._timeouts.stats(), **hedging}
 
     async def aclose(self) -> None:
         if self.provider is not None:

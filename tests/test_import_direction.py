@@ -46,6 +46,13 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
 }
+#: The entry points below the command line: the run's core, the Python API, the pytest plugin.
+#: They wire every stage; only the command line and each other import them.
+ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin"}
+STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
+ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})
+#: ``import evalrun`` stays light: the package only names the API, imported on first use.
+ALLOWED["evalrun"] = {"evalrun.api"}
 #: The command line wires everything, and no stage imports it.
 TOP = {"evalrun.commands", "evalrun.cli", "evalrun.__main__"}
 
@@ -134,6 +141,8 @@ def test_every_unit_is_in_the_table() -> None:
         ("proxy.x", "from evalrun.results.models import CaseResult\n", "proxy imports evalrun"),
         ("evalrun.launcher.x", "from ..runner import judging\n", "imports evalrun.runner"),
         ("evalrun.newpart.x", "from evalrun.spec import models\n", "not in the table"),
+        ("evalrun.api", "from evalrun.commands import run\n", "imports the command line"),
+        ("evalrun.spec.x", "from evalrun.api import run\n", "imports evalrun.api"),
     ],
 )
 def test_the_check_catches_a_wrong_import(module: str, source: str, expected: str) -> None:

@@ -52,9 +52,14 @@ class RunOutcome:
 
     @classmethod
     def read(cls, bundle: Path, exit_code: int, notes: list[str]) -> RunOutcome:
-        cases = latest_results(iter_results(bundle))
+        cases = read_cases(bundle)
         stats = compute_stats(cases)
         return cls(bundle, exit_code, dict(stats.counts), stats.mean_score, cases, notes)
+
+
+def read_cases(bundle: Path) -> list[CaseResult]:
+    """The bundle's results, the last line of each case and repeat winning (docs/results.md)."""
+    return latest_results(iter_results(bundle))
 
 
 def run(

@@ -2,19 +2,25 @@
 
 ``import evalrun`` stays cheap (the command line's start-up counts, docs/performance.md): the
 Python API (``evalrun.run``, ``Eval``, ``Case``, ``Grader``, ``RunOutcome``, ``EvalError``;
-docs/python-api.md) is imported from ``evalrun.api`` the first time one of its names is used.
+docs/python-api.md) is imported from ``evalrun.api`` the first time one of its names is used,
+``evalrun.case`` (docs/pytest.md) from ``evalrun.pytest_plugin``.
 """
 
 __version__ = "0.1.0"
 
-__all__ = ["Case", "Eval", "EvalError", "Grader", "RunOutcome", "__version__", "run"]
+__all__ = ["Case", "Eval", "EvalError", "Grader", "RunOutcome", "__version__", "case", "run"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evalrun.api import Case, Eval, EvalError, Grader, RunOutcome, run
+    from evalrun.pytest_plugin import case
 
 
 def __getattr__(name: str) -> object:
+    if name == "case":
+        import evalrun.pytest_plugin
+
+        return evalrun.pytest_plugin.case
     if name in __all__:
         import evalrun.api
 

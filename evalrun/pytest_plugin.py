@@ -1,13 +1,17 @@
-"""The pytest plugin: eval files collected as tests, one item per case (docs/pytest.md).
+"""The pytest plugin: eval files collected as tests, one item per case, and ``@evalrun.case``
+for a Python test whose return value is graded (docs/pytest.md).
 
 Loaded in every pytest session where evalrun is installed, so it does nothing unless asked
 (``--evalrun``, or the ``evalrun_paths`` ini option) and imports nothing of evalrun's until an
-eval file is collected."""
+eval file is collected or a marked test runs."""
 
 from __future__ import annotations
 
 import fcntl
+import functools
+import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +20,19 @@ import pytest
 
 if TYPE_CHECKING:
     from evalrun.results.models import CaseResult
+    from evalrun.spec.models import GraderSpec
+
+#: the session's config, for the options ``@evalrun.case`` runs with (--evalrun-target ...)
+_session: dict[str, pytest.Config] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _session["config"] = config
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _session.pop("config", None)
+
 
 SUFFIXES = (".eval.yaml", ".eval.yml", ".eval.json")
 
@@ -156,6 +173,38 @@ def _run_once(config: pytest.Config, path: Path) -> FileRun:
                 failed.write_text(str(exc), encoding="utf-8")
                 return FileRun(None, {}, str(exc))
     return FileRun(bundle, {case.id: case for case in read_cases(bundle)})
+
+
+def case(
+    *, graders: list[GraderSpec], input: Any = "", **fields: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Grade what a test function returns as the ``output`` of one case (docs/pytest.md):
+    ``graders`` and the case's other keys (``input``, ``criteria``, ``expected_output``, ...)
+    as in an eval file. The test fails with the graders' reasons unless the case passes."""
+
+    def mark(test: Callable[..., Any]) -> Callable[..., Any]:
+        folder = Path(inspect.getfile(test)).parent
+
+        @functools.wraps(test)
+        def graded(*args: Any, **kwargs: Any) -> None:
+            from evalrun.api import Case, Eval, run
+
+            output = test(*args, **kwargs)
+            spec = Eval(
+                graders=graders,
+                tests=[Case(id=test.__name__, input=input, output=output, **fields)],
+            )
+            config = _session.get("config")
+            options = {"quiet": True, **(_options(config) if config is not None else {})}
+            outcome = run(spec, base_dir=folder, name=test.__name__, **options)
+            if not outcome.cases:
+                raise AssertionError(f"case '{test.__name__}' has no result in {outcome.bundle}")
+            if outcome.cases[0].status != "passed":
+                raise AssertionError(_explain(outcome.cases[0], outcome.bundle))
+
+        return graded
+
+    return mark
 
 
 def _options(config: pytest.Config) -> dict[str, Any]:

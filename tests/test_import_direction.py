@@ -52,7 +52,7 @@ ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin"}
 STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
 ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})
 #: ``import evalrun`` stays light: the package only names the API, imported on first use.
-ALLOWED["evalrun"] = {"evalrun.api"}
+ALLOWED["evalrun"] = {"evalrun.api", "evalrun.pytest_plugin"}
 #: The command line wires everything, and no stage imports it.
 TOP = {"evalrun.commands", "evalrun.cli", "evalrun.__main__"}
 

@@ -166,3 +166,17 @@ def test_the_docs_worked_example_runs_as_written(tmp_path: Path) -> None:
         if line.startswith(("case ", "  ", "FAILED ")):
             assert line in ran.stdout, (line, ran.stdout)
     assert shown.splitlines()[-1] in ran.stdout
+
+
+def test_a_marked_test_is_graded_on_what_it_returns(tmp_path: Path) -> None:
+    text = (ROOT / "docs" / "pytest.md").read_text()
+    found = re.search(r"```python\n(.*?)```", text, re.S)
+    assert found is not None, "docs/pytest.md lost its @evalrun.case example"
+    name = found.group(1).splitlines()[0].removeprefix("# ")
+    (tmp_path / name).write_text(found.group(1))
+    ran = pytest_run("-rA", name, cwd=tmp_path)
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert f"PASSED {name}::test_knows_paris" in ran.stdout
+    assert f"FAILED {name}::test_knows_rome" in ran.stdout
+    assert "icontains: 0.000 output lacks 'Rome'" in ran.stdout
+    assert len(list((tmp_path / ".evalrun" / "runs").iterdir())) == 2

@@ -140,6 +140,17 @@ def test_a_bad_option_raises_eval_error(suite: Path, options: dict, message: str
     assert str(caught.value).startswith(message)
 
 
+@pytest.mark.parametrize(
+    ("flag", "option"), [("--workers", "workers"), ("--limit", "limit"), ("--repeat", "repeat")]
+)
+def test_a_bad_option_says_what_the_command_line_says(suite: Path, flag: str, option: str) -> None:
+    cli = run_cli(str(suite), flag, "0", "-q")
+    with pytest.raises(evalrun.EvalError) as caught:
+        evalrun.run(suite, **{option: 0})
+    assert cli.returncode == 2
+    assert cli.stderr.strip() == f"error: {caught.value}"
+
+
 def test_the_options_have_the_command_lines_defaults() -> None:
     """Every option of `evalrun run` is an option of the API, with the same default."""
     import inspect

@@ -70,7 +70,7 @@ def run(
     ),
     targets: Path | None = TARGETS_FOR_EVAL,
     workers: int = typer.Option(
-        4, "--workers", "-w", min=1, metavar="N", help="Cases in flight at once."
+        4, "--workers", "-w", metavar="N", help="Cases in flight at once (at least 1)."
     ),
     filter_: list[str] = typer.Option(
         [], "--filter", "-f", metavar="GLOB", help="Only case ids matching this glob (repeatable)."
@@ -82,7 +82,7 @@ def run(
         metavar="DIR",
         help="Run bundle folder (default: .evalrun/runs/<time>-<eval>).",
     ),
-    repeat: int = typer.Option(1, "--repeat", min=1, metavar="N", help="Grade each case N times."),
+    repeat: int = typer.Option(1, "--repeat", metavar="N", help="Grade each case N times."),
     threshold: float | None = typer.Option(
         None,
         "--threshold",
@@ -92,7 +92,6 @@ def run(
     max_errors: int = typer.Option(
         0,
         "--max-errors",
-        min=0,
         metavar="N",
         help="Errors and unscored cases tolerated before exit 3.",
     ),
@@ -151,13 +150,12 @@ def run(
     limit: int | None = typer.Option(
         None,
         "--limit",
-        min=1,
         metavar="N",
         help="Run only the first N selected cases (after --filter and --shard).",
     ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
-    settings = RunSettings(
+    options = dict(
         target=target,
         judge=judge,
         targets=targets,
@@ -181,6 +179,7 @@ def run(
         ray_address=ray_address,
     )
     try:
+        settings = RunSettings.checked(**options)  # the limits the Python API checks too
         loaded = load_eval(file)
         loaded_notes(loaded, _say)
         prepared = prepare(loaded, settings, _say)

@@ -7,7 +7,6 @@ eval file is collected or a marked test runs."""
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import inspect
 import re
@@ -156,14 +155,16 @@ def _bundle_root(config: pytest.Config) -> Path:
 def _run_once(config: pytest.Config, path: Path) -> FileRun:
     """Run the file into its bundle unless another worker has: a lock per file makes the
     first to come run it and the others read what it wrote."""
+    import fcntl  # POSIX: imported here so that the plugin loads anywhere pytest does
+
     from evalrun.api import EvalError, read_cases, run
 
     root = _bundle_root(config)
     root.mkdir(parents=True, exist_ok=True)
-    bundle = root / re.sub(r"[^A-Za-z0-9._-]+", "_", str(path.resolve().relative_to("/")))
-    with open(bundle.with_suffix(".lock"), "a") as lock:
+    bundle = root / re.sub(r"[^A-Za-z0-9._-]+", "_", str(path.resolve()).lstrip("/"))
+    with open(f"{bundle}.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        failed = bundle.with_suffix(".error")
+        failed = Path(f"{bundle}.error")
         if failed.exists():
             return FileRun(None, {}, failed.read_text(encoding="utf-8"))
         if not bundle.exists():

@@ -3,7 +3,7 @@
 ``import evalrun`` stays cheap (the command line's start-up counts, docs/performance.md): the
 Python API (``evalrun.run``, ``Eval``, ``Case``, ``Grader``, ``RunOutcome``, ``EvalError``;
 docs/python-api.md) is imported from ``evalrun.api`` the first time one of its names is used,
-``evalrun.case`` (docs/pytest.md) from ``evalrun.pytest_plugin``.
+``evalrun.case`` (docs/pytest.md) from ``evalrun.pytest_items``.
 """
 
 __version__ = "0.1.0"
@@ -13,14 +13,14 @@ __all__ = ["Case", "Eval", "EvalError", "Grader", "RunOutcome", "__version__", "
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evalrun.api import Case, Eval, EvalError, Grader, RunOutcome, run
-    from evalrun.pytest_plugin import case
+    from evalrun.pytest_items import case
 
 
 def __getattr__(name: str) -> object:
     if name == "case":
-        import evalrun.pytest_plugin
+        import evalrun.pytest_items
 
-        return evalrun.pytest_plugin.case
+        return evalrun.pytest_items.case
     if name in __all__:
         import evalrun.api
 

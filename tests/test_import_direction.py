@@ -48,11 +48,11 @@ ALLOWED: dict[str, set[str]] = {
 }
 #: The entry points below the command line: the run's core, the Python API, the pytest plugin.
 #: They wire every stage; only the command line and each other import them.
-ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin"}
+ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin", "evalrun.pytest_items"}
 STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
 ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})
 #: ``import evalrun`` stays light: the package only names the API, imported on first use.
-ALLOWED["evalrun"] = {"evalrun.api", "evalrun.pytest_plugin"}
+ALLOWED["evalrun"] = {"evalrun.api", "evalrun.pytest_items"}
 #: The command line wires everything, and no stage imports it.
 TOP = {"evalrun.commands", "evalrun.cli", "evalrun.__main__"}
 

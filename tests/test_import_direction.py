@@ -58,6 +58,13 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
 }
+#: The entry points below the command line: the run's core, the Python API, the pytest plugin.
+#: They wire every stage; only the command line and each other import them.
+ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin", "evalrun.pytest_items"}
+STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
+ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})
+#: ``import evalrun`` stays light: the package only names the API, imported on first use.
+ALLOWED["evalrun"] = {"evalrun.api", "evalrun.pytest_items"}
 #: The command line wires everything, and no stage imports it.
 TOP = {"evalrun.commands", "evalrun.cli", "evalrun.__main__"}
 #: The one module of ``evalrun.targets`` other units may import.
@@ -252,6 +259,8 @@ def test_every_unit_is_in_the_table() -> None:
         ("evalrun.hardening", "from evalrun.spec import models\n", "hardening imports"),
         ("evalrun.spec.x", "from rubrics import bundled\n", "evalrun.spec imports rubrics"),
         ("rubrics", "from grader_sdk import replies\n", "rubrics imports grader_sdk"),
+        ("evalrun.api", "from evalrun.commands import run\n", "imports the command line"),
+        ("evalrun.spec.x", "from evalrun.api import run\n", "imports evalrun.api"),
     ],
 )
 def test_the_check_catches_a_wrong_import(module: str, source: str, expected: str) -> None:

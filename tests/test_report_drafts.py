@@ -156,9 +156,9 @@ def test_a_draft_that_fails_costs_nothing_but_the_shortcut(
 def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
     tmp_path: Path,
 ) -> None:
-    from evalrun.commands.run import _write_reports
     from evalrun.runner.options import RunOptions
     from evalrun.runner.runner import EvalRun
+    from evalrun.session import _write_reports
     from evalrun.spec.loader import load_eval
 
     out = tmp_path / "run"
@@ -172,7 +172,7 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
     offsets = list(view.index.offsets())
     assert len(offsets) == 3 and all(drafts.get(view, o, modules) for o in offsets)
     assert view.calls.count == 9  # 3 passages x 3 cases, as a scan of the file finds
-    assert _write_reports(out, options.report_formats, outcome.scan, drafts)
+    assert _write_reports(out, options.report_formats, outcome.scan, drafts, print)
     written = {f: (out / FORMATS[f][1]).read_bytes() for f in options.report_formats}
     for name in written:
         (out / FORMATS[name][1]).unlink()
@@ -183,8 +183,8 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
 def test_the_run_command_drafts_a_fresh_run_of_one_repeat_and_nothing_else(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from evalrun.commands.run import _report_drafts
     from evalrun.runner.options import RunOptions
+    from evalrun.session import _report_drafts
 
     writer = BundleWriter(tmp_path / "run", mode="new")
     drafts = _report_drafts(RunOptions(out=tmp_path / "run"), writer, 7)

@@ -2,43 +2,42 @@
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
-import os
 import sys
 from collections.abc import Iterator
-from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
-from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
-from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.models import CaseResult
-from evalrun.results.scan import ResultScan
-from evalrun.runner.options import ExitCode, RunOptions
-from evalrun.runner.preflight import PreflightError, check_eval
-from evalrun.runner.selection import parse_shard, select_cases
+from evalrun.runner.options import ExitCode
+from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
-from evalrun.spec.loader import EvalFileError, LoadedEval, load_eval
+from evalrun.session import (
+    EvalError,
+    NothingToRun,
+    RunSettings,
+    execute,
+    load_problem,
+    loaded_notes,
+    prepare,
+    problems_line,
+    say_warnings,
+    write_reports,
+)
+from evalrun.spec.loader import EvalFileError, load_eval
 from evalrun.spec.schema import TARGETS_SCHEMA_ID, eval_json_schema, published
-from evalrun.suggest import closest
 from evalrun.targets import (
     ConfigError,
-    StoreOptions,
     TargetsFile,
-    install_hint,
     load_targets,
     locate_targets_file,
 )
 from evalrun.yamlsource import SourceError
-
-if TYPE_CHECKING:
-    from evalrun.reporters.drafts import ReportDrafts
 
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
@@ -50,27 +49,11 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(ExitCode.USAGE)
 
 
-def _fail_all(problems: list[str], what: str) -> typer.Exit:
+def _fail_all(problems: list[str], summary: str) -> typer.Exit:
     for problem in problems:
         typer.echo(printable(problem, multiline=True), err=True)
-    count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
-    typer.echo(f"error: {what}: {count} above", err=True)
+    typer.echo(f"error: {summary}", err=True)
     return typer.Exit(ExitCode.USAGE)
-
-
-def _load_problem(exc: EvalFileError) -> str:
-    """The loader's problems, with the install hint of the extra that would fix them (the spec
-    stage may not build it: docs/architecture.md)."""
-    return f"{exc}: {install_hint(exc.extra)}" if exc.extra else str(exc)
-
-
-def _no_match(filters: list[str], ids: list[str]) -> str:
-    """Why ``--filter`` selected nothing, with the closest id for each glob."""
-    hints = [
-        f"'{f}' (did you mean '{m}'?)" if (m := closest(f, ids)) else f"'{f}'" for f in filters
-    ]
-    shown = ", ".join(ids[:10]) + (f", … ({len(ids)} in all)" if len(ids) > 10 else "")
-    return f"--filter: no test id matches {' or '.join(hints)}; ids: {shown}"
 
 
 def run(
@@ -90,7 +73,7 @@ def run(
     ),
     targets: Path | None = TARGETS_FOR_EVAL,
     workers: int = typer.Option(
-        4, "--workers", "-w", min=1, metavar="N", help="Cases in flight at once."
+        4, "--workers", "-w", metavar="N", help="Cases in flight at once (at least 1)."
     ),
     filter_: list[str] = typer.Option(
         [], "--filter", "-f", metavar="GLOB", help="Only case ids matching this glob (repeatable)."
@@ -102,7 +85,7 @@ def run(
         metavar="DIR",
         help="Run bundle folder (default: .evalrun/runs/<time>-<eval>).",
     ),
-    repeat: int = typer.Option(1, "--repeat", min=1, metavar="N", help="Grade each case N times."),
+    repeat: int = typer.Option(1, "--repeat", metavar="N", help="Grade each case N times."),
     threshold: float | None = typer.Option(
         None,
         "--threshold",
@@ -112,7 +95,6 @@ def run(
     max_errors: int = typer.Option(
         0,
         "--max-errors",
-        min=0,
         metavar="N",
         help="Errors and unscored cases tolerated before exit 3.",
     ),
@@ -168,90 +150,55 @@ def run(
         "--ray-address",
         help="Ray cluster to join (auto, ray://host:port); default: start a local one.",
     ),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        metavar="N",
+        help="Run only the first N selected cases (after --filter and --shard).",
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
-    from evalrun.runner.runner import EvalRun
-
+    options = dict(
+        target=target,
+        judge=judge,
+        targets=targets,
+        workers=workers,
+        filter=filter_,
+        out=out,
+        repeat=repeat,
+        threshold=threshold,
+        max_errors=max_errors,
+        shard=shard,
+        limit=limit,
+        resume=resume,
+        rerun_failed=rerun_failed,
+        no_cache=no_cache,
+        cache_dir=cache_dir,
+        record=record,
+        replay=replay,
+        quiet=quiet,
+        sandbox=sandbox.value,
+        executor=executor.value,
+        ray_address=ray_address,
+    )
     try:
+        settings = RunSettings.checked(**options)  # the limits the Python API checks too
         loaded = load_eval(file)
-        _print_notes(loaded)
-        if resume is not None and not resume.is_dir():
-            raise ConfigError(f"--resume: no run bundle at {resume}")
-        only_ids = None
-        if filter_ and not select_cases(loaded.tests, filters=filter_, shard=None):
-            raise ConfigError(_no_match(filter_, [case.id for case in loaded.tests]))
-        if rerun_failed is not None:
-            from evalrun.results.reader import read_results
-            from evalrun.runner.selection import failed_ids
-
-            if not rerun_failed.is_dir():
-                raise ConfigError(f"--rerun-failed: no run bundle at {rerun_failed}")
-            only_ids = failed_ids(read_results(rerun_failed))
-            if not only_ids:
-                typer.echo(f"nothing to rerun: no case failed or errored in {rerun_failed}")
-                raise typer.Exit(ExitCode.OK)
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-        options = RunOptions(
-            out=resume or out or Path(".evalrun/runs") / f"{stamp}-{loaded.name}",
-            unique_out=resume is None and out is None,
-            target=target,
-            judge=judge,
-            targets_file=targets,
-            workers=workers,
-            filters=filter_,
-            repeat=repeat,
-            threshold=threshold,
-            max_errors=max_errors,
-            shard=parse_shard(shard) if shard else None,
-            resume=resume is not None,
-            only_ids=only_ids,
-            stores=StoreOptions(
-                cache_dir=None if no_cache or replay else cache_dir,
-                record=record,
-                replay=replay,
-            ),
-            quiet=quiet,
-            sandbox=sandbox.value,
-            executor=executor.value,
-            ray_address=ray_address,
-        )
-        if replay is not None and not replay.is_file():
-            raise ConfigError(f"--replay: no cassette at {replay}")
-        run_ = EvalRun(loaded, options)
-        _print_warnings(run_.pool.file.warnings)
-        writer = run_.open_bundle()
-    except PreflightError as exc:
-        raise _fail_all(exc.problems, "the run did not start") from None
+        loaded_notes(loaded, _say)
+        prepared = prepare(loaded, settings, _say)
+        finished = execute(prepared, _say)
     except EvalFileError as exc:
-        raise _fail(_load_problem(exc)) from None
-    except (ConfigError, SourceError, BundleError, ValueError) as exc:
-        raise _fail(str(exc)) from None
-    if not run_.cases:  # an empty shard is not an error (docs/github-actions.md)
-        typer.echo(
-            f"shard {shard} selects none of the {len(loaded.tests)} cases: "
-            "writing an empty bundle (exit 0)",
-            err=True,
-        )
-    if run_.sandbox.notice and not quiet:
-        typer.echo(f"note: {run_.sandbox.notice}", err=True)
-    if (writes := bytecode.notice(os.environ)) and not quiet:
-        typer.echo(f"note: {writes}", err=True)
-    drafts = _report_drafts(options, writer, len(run_.cases))
+        raise _fail(load_problem(exc)) from None
+    except EvalError as exc:
+        if exc.summary is not None:
+            raise _fail_all(exc.problems, exc.summary) from None
+        raise _fail("\n".join(exc.problems)) from None
+    except NothingToRun as exc:
+        typer.echo(str(exc))
+        raise typer.Exit(ExitCode.OK) from None
+    out, outcome = finished.out, finished.outcome
     try:
-        outcome = asyncio.run(run_.run(writer, drafts.add if drafts else None))
-    except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written
-        raise _fail(str(exc)) from None
-    if outcome.write_error is not None:
-        typer.echo(
-            f"error: the run bundle is incomplete: {printable(outcome.write_error)}", err=True
-        )
-    exit_code = outcome.exit_code
-    out = outcome.out or options.out
-    try:
-        if outcome.write_error is None and not _write_reports(
-            out, options.report_formats, outcome.scan, drafts
-        ):
-            exit_code = max(exit_code, ExitCode.INCOMPLETE)
+        exit_code = write_reports(finished, prepared.options.report_formats, _say)
         if not quiet:
             _print_table(outcome.cases, outcome.total, outcome.summary, out)
         else:
@@ -283,40 +230,8 @@ def _index_run(summary: dict[str, Any], out: Path, exit_code: int, folder: Path)
         )
 
 
-def _report_drafts(options: RunOptions, writer: BundleWriter, cases: int) -> ReportDrafts | None:
-    """Drafts of the reports' case sections, made as the cases finish, for a run of one repeat
-    into a fresh bundle (docs/reports.md, "When reports are written"); None for any other run,
-    and when the reporters cannot be imported (said after the run, when none are written)."""
-    if not options.report_formats or options.repeat != 1 or writer.mode != "new":
-        return None
-    try:
-        from evalrun.reporters import report_drafts
-    except ImportError:
-        return None
-    return report_drafts(options.report_formats, cases)
-
-
-def _write_reports(
-    out: Path, formats: tuple[str, ...], scan: ResultScan | None, drafts: ReportDrafts | None
-) -> bool:
-    """False (said on stderr) when the reporters cannot be imported: the results are on disk,
-    and ``evalrun report`` renders them once the install is whole."""
-    try:
-        from evalrun.reporters import github_actions_report, load_bundle, write_view
-    except ImportError as exc:
-        typer.echo(
-            f"error: no reports written: evalrun.reporters cannot be imported ({exc}); "
-            f"the results are in {printable(out)}: run 'evalrun report {printable(out)}' "
-            "once the install is fixed",
-            err=True,
-        )
-        return False
-    # read once, for the report files and GitHub's; the run's drafts stand in for its cases
-    view = load_bundle(out, scan=scan, calls=drafts.calls if drafts is not None else None)
-    write_view(view, formats, drafts)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        github_actions_report(view)
-    return True
+def _say(message: str) -> None:
+    typer.echo(message, err=True)
 
 
 #: Width of the table when stdout is a file or a pipe: wide enough for whole names.
@@ -400,19 +315,6 @@ def _count_line(results: int, repeat: int) -> str:
     return f"{plural(cases, 'case')} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
 
 
-def _print_notes(loaded: LoadedEval) -> None:
-    """What loads but may not mean what it says: AgentV's old spellings, values YAML 1.1 reads
-    otherwise (docs/eval-files.md)."""
-    for note in loaded.deprecations:
-        typer.echo(printable(f"{note} (deprecated; still loads)"), err=True)
-    _print_warnings(loaded.warnings)
-
-
-def _print_warnings(warnings: list[str]) -> None:
-    for warning in warnings:
-        typer.echo(printable(f"warning: {warning}"), err=True)
-
-
 #: what eval files are called (docs/eval-files.md); ``validate DIR`` checks these
 EVAL_PATTERNS = ("*.eval.yaml", "*.eval.yml", "*.eval.json")
 #: file names that are targets files, not eval files (docs/targets.md)
@@ -441,7 +343,7 @@ def validate(
         else:
             print(printable(found))
     if problems:
-        raise _fail_all(problems, "validate")
+        raise _fail_all(problems, problems_line(problems, "validate"))
 
 
 def _eval_files(paths: list[Path], problems: list[str]) -> Iterator[Path]:
@@ -468,14 +370,14 @@ def _validate_one(
     try:
         loaded = load_eval(file)
     except EvalFileError as exc:
-        return _load_problem(exc).splitlines()
-    _print_notes(loaded)
+        return load_problem(exc).splitlines()
+    loaded_notes(loaded, _say)
     try:
         lookup = locate_targets_file(targets, loaded.folder)
         configured = load_targets(lookup.path)
     except (ConfigError, SourceError) as exc:
         return str(exc).splitlines()
-    _print_warnings(configured.warnings)
+    say_warnings(configured.warnings, _say)
     problems = check_eval(
         loaded,
         cases=loaded.tests,

@@ -33,6 +33,8 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     resume: bool = False
     only_ids: set[str] | None = None
+    #: only the first N selected cases (after filters, shard and only_ids)
+    limit: int | None = None
     stores: StoreOptions = field(default_factory=StoreOptions)
     quiet: bool = False
     report_formats: tuple[str, ...] = ("md", "html", "junit")

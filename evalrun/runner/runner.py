@@ -104,7 +104,11 @@ class EvalRun:
         self.options = options
         spec = loaded.spec
         self.cases = select_cases(
-            loaded.tests, filters=options.filters, shard=options.shard, only_ids=options.only_ids
+            loaded.tests,
+            filters=options.filters,
+            shard=options.shard,
+            only_ids=options.only_ids,
+            limit=options.limit,
         )
         self.target_name = options.target or spec.target
         lookup = locate_targets_file(options.targets_file, loaded.folder)

@@ -1,4 +1,5 @@
-"""Which cases a run grades: --filter globs, a stable --shard slice, and what --resume skips."""
+"""Which cases a run grades: --filter globs, a stable --shard slice, --limit, and what --resume
+skips."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import fnmatch
 import hashlib
 from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
+from itertools import islice
 
 from evalrun.results.models import CaseResult
 from evalrun.spec.models import TestCase
@@ -45,18 +47,23 @@ class Selection:
 
 class SelectedCases:
     """The selected cases of a source, iterated afresh each time (a streaming source stays
-    streaming); counted once up front."""
+    streaming); counted once up front. ``limit`` keeps the first N of them (docs/results.md,
+    "Which cases run")."""
 
-    def __init__(self, source: Iterable[TestCase], selection: Selection) -> None:
+    def __init__(
+        self, source: Iterable[TestCase], selection: Selection, limit: int | None = None
+    ) -> None:
         self.source = source
         self.selection = selection
+        self.limit = limit
         if selection == Selection() and isinstance(source, Sized):
-            self.count = len(source)
+            self.count = len(source) if limit is None else min(len(source), limit)
         else:
             self.count = sum(1 for _ in self)
 
     def __iter__(self) -> Iterator[TestCase]:
-        return (case for case in self.source if self.selection(case.id))
+        selected = (case for case in self.source if self.selection(case.id))
+        return selected if self.limit is None else islice(selected, self.limit)
 
     def __len__(self) -> int:
         return self.count
@@ -71,8 +78,9 @@ def select_cases(
     filters: list[str],
     shard: tuple[int, int] | None,
     only_ids: set[str] | None = None,
+    limit: int | None = None,
 ) -> SelectedCases:
-    return SelectedCases(cases, Selection(filters, shard, only_ids))
+    return SelectedCases(cases, Selection(filters, shard, only_ids), limit)
 
 
 def finished_keys(previous: Iterable[CaseResult]) -> set[tuple[str, int]]:

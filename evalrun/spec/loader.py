@@ -123,6 +123,21 @@ def load_eval(path: Path) -> LoadedEval:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
+    return _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
+
+
+def build_eval(spec: EvalFile, folder: Path, name: str) -> LoadedEval:
+    """An eval built in Python (docs/python-api.md), checked as a loaded file is; its relative
+    paths (a tests file, input files, graders' programs) resolve from ``folder``. ``spec`` is
+    copied: the run sets the cases' places and resolves their input files."""
+    return _checked(Path(folder) / name, spec.model_copy(deep=True), {}, [], [])
+
+
+def _checked(
+    path: Path, spec: EvalFile, lines: LineMap, deprecations: list[str], warnings: list[str]
+) -> LoadedEval:
+    """The checks a valid eval needs beyond its model: tests (from their file, if named),
+    unique ids, a grader for every test."""
     tests_file = None
     tests_lines: LineMap = {}
     if isinstance(spec.tests, list):
@@ -150,7 +165,7 @@ def load_eval(path: Path) -> LoadedEval:
         lines=lines,
         tests_file=tests_file,
         tests_lines=tests_lines,
-        deprecations=_located_list(path, notes, lines),
+        deprecations=deprecations,
         warnings=warnings,
     )
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from evalrun.pytest_plugin import session
+from evalrun.pytest_state import session
 
 if TYPE_CHECKING:
     from evalrun.results.models import CaseResult

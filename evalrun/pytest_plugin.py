@@ -12,13 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evalrun.pytest_state import session
+
 if TYPE_CHECKING:
     import pytest
 
 SUFFIXES = (".eval.yaml", ".eval.yml", ".eval.json")
-
-#: the session's config, for the options ``@evalrun.case`` runs with (--evalrun-target ...)
-session: dict[str, pytest.Config] = {}
 
 
 def pytest_configure(config: pytest.Config) -> None:

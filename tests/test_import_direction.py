@@ -60,7 +60,13 @@ ALLOWED: dict[str, set[str]] = {
 }
 #: The entry points below the command line: the run's core, the Python API, the pytest plugin.
 #: They wire every stage; only the command line and each other import them.
-ENTRIES = {"evalrun.session", "evalrun.api", "evalrun.pytest_plugin", "evalrun.pytest_items"}
+ENTRIES = {
+    "evalrun.session",
+    "evalrun.api",
+    "evalrun.pytest_plugin",
+    "evalrun.pytest_items",
+    "evalrun.pytest_state",
+}
 STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
 ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})
 #: ``import evalrun`` stays light: the package only names the API, imported on first use.

@@ -42,6 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.compact": set(),
     "evalrun.hardening": set(),
     "evalrun.judgecall": set(),
+    "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},
     "evalrun.spec": BASE,
@@ -52,7 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.runner": BASE
     | RECORDS
     | FORMATS
-    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets"},
+    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets", "evalrun.telemetry"},
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
 }

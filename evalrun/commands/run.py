@@ -160,6 +160,12 @@ def run(
         "--ray-address",
         help="Ray cluster to join (auto, ray://host:port); default: start a local one.",
     ),
+    otel: bool = typer.Option(
+        False,
+        "--otel",
+        help="Send OpenTelemetry spans over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
+        "is set; docs/otel.md).",
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
     from evalrun.runner.runner import EvalRun
@@ -206,6 +212,7 @@ def run(
             sandbox=sandbox.value,
             executor=executor.value,
             ray_address=ray_address,
+            otel=otel,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

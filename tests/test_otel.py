@@ -369,3 +369,30 @@ def test_a_run_without_otel_imports_none_of_it(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"\|\s+evalrun\.telemetry$", run.stderr, re.M)  # the hooks are there
     assert "opentelemetry" not in run.stderr
+
+
+def test_a_judge_call_span_ends_when_the_proxy_recorded_the_call(tmp_path, collector):
+    """Built from the record when the grader ends, the span still has the call's own end: the
+    proxy records the call before the grader reads the reply, so before the grader's stamp."""
+    files, _, _ = doc_blocks()
+    (tmp_path / "capitals.eval.yaml").write_text(files["capitals.eval.yaml"])
+    (tmp_path / "judged.py").write_text(
+        files["judged.py"]
+        .replace(
+            "    return {", "    read_reply = time.time_ns()\n    time.sleep(0.2)\n    return {"
+        )
+        .replace("0.0}", "0.0, 'details': {'read_reply_ns': read_reply}}")
+        .replace("from grader_sdk", "import time\n\nfrom grader_sdk")
+    )
+    run = run_cli(
+        "capitals.eval.yaml", "--out", str(tmp_path / "b"), cwd=tmp_path, env=env_for(collector)
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    results, _ = read_bundle(tmp_path / "b")
+    stamps = {r["id"]: r["graders"][0]["details"]["read_reply_ns"] for r in results}
+    (root,) = collector.tree()
+    for case in root.children:
+        _, grader = case.children
+        (judge,) = grader.children
+        read_reply = stamps[case.attributes["evalrun.case.id"]]
+        assert grader.start <= judge.start < judge.end <= read_reply < grader.end

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import dataclasses
 import importlib.util
-import os
 import shutil
 import signal
 import tempfile
@@ -57,6 +56,7 @@ from evalrun.targets import (
 )
 
 if TYPE_CHECKING:
+    from evalrun.telemetry.spans import Model
     from proxy import JudgeProxy
 
 #: Told each case the run wrote: its result line and its judge-call lines, as written.
@@ -229,23 +229,27 @@ class EvalRun:
         """Grade every case into ``writer``'s bundle; ``on_record`` hears of each case written
         (the run command drafts the reports with it, docs/reports.md)."""
         if telemetry.wanted(self.options.otel) and telemetry.available():
-            self.telemetry = telemetry.start(self._describe, self._content_redactor())
+            from evalrun.telemetry.spans import start
+
+            self.telemetry = start(self._describe, self._content_redactor())
         try:
             return await self._run(writer, on_record)
         finally:  # spans are sent also when the run stops early (docs/otel.md)
             self.telemetry.shutdown()
 
-    def _describe(self, name: str) -> telemetry.Model:
+    def _describe(self, name: str) -> Model:
+        from evalrun.telemetry.spans import Model
+
         try:
             config = self.pool.file.get(name)
         except ConfigError:
-            return telemetry.Model(name, name, None)
-        return telemetry.Model(name, config.kind, config.model)
+            return Model(name, name, None)
+        return Model(name, config.kind, config.model)
 
     def _content_redactor(self) -> Callable[[str], str] | None:
         """The proxy's redaction of every configured key, for prompt and answer text in spans
         (only when captured: docs/otel.md)."""
-        if os.environ.get(telemetry.CONTENT_ENV, "").strip().lower() != "true":
+        if not telemetry.capture_content():
             return None
         from evalrun.runner.judging import key_values
         from proxy.grants import Redactor

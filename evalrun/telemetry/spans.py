@@ -1,23 +1,22 @@
-"""OpenTelemetry traces of a run (docs/otel.md): a span for the run, each case, the target's
-answer, each grader run and each judge call, sent over OTLP/HTTP.
+"""The spans of a run (docs/otel.md), imported only when a run sends them.
 
-Until a run asks for it (``--otel`` or ``OTEL_EXPORTER_OTLP_ENDPOINT``) the runner holds
-:data:`OFF`, whose hooks do nothing, and nothing of OpenTelemetry is imported
-(docs/performance.md). Judge-call spans are built from the redacted ``JudgeCall`` records when
-their grader ends, so the proxy's hot path is untouched. No prompt or answer text goes into a
-span unless ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` is ``true``.
+Judge-call spans are built from the redacted ``JudgeCall`` records when their grader ends, with
+the calls' own start and end, so the proxy's hot path does no tracing work.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace
+
+from evalrun.telemetry import Answered, CaseDone, R, Telemetry, capture_content
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -27,25 +26,8 @@ if TYPE_CHECKING:
     from evalrun.judgecall import JudgeCall
     from evalrun.results.models import CaseResult, GraderResult
 
-ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-#: what the ``[otel]`` extra installs, as imported
-MODULES = ("opentelemetry.sdk", "opentelemetry.exporter.otlp.proto.http")
 #: evalrun's target kinds as GenAI semconv ``gen_ai.provider.name`` values; others as they are
 _PROVIDERS = {"azure": "azure.ai.openai", "gemini": "gcp.gemini"}
-
-
-def wanted(flag: bool) -> bool:
-    """``--otel``, or an OTLP endpoint in the environment (docs/otel.md)."""
-    return flag or bool(os.environ.get(ENDPOINT_ENV))
-
-
-def available() -> bool:
-    """Whether the ``[otel]`` extra is installed (found, not imported)."""
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in MODULES)
-    except (ImportError, ValueError):
-        return False
 
 
 @dataclass(frozen=True)
@@ -57,66 +39,11 @@ class Model:
     model: str | None
 
 
-class GraderRun(Protocol):
-    result: GraderResult
-    judge_calls: list[JudgeCall]
-
-
-R = TypeVar("R", bound=GraderRun)
-#: told the finished case's result
-CaseDone = Callable[["CaseResult"], None]
-#: told the target's usage as the result line keeps it (``input``, ``output``, ``cost_usd``),
-#: its answer and the model that answered
-Answered = Callable[[Mapping[str, Any], "str | None", "str | None"], None]
-
-
-def _ignore(*_: Any) -> None:
-    return None
-
-
-class Telemetry:
-    """No telemetry: what a run holds unless it asks for spans. Every hook does nothing."""
-
-    def begin_run(self, eval_name: str, target: str | None, judge: str | None) -> None:
-        return None
-
-    def case(self, case_id: str, repeat: int) -> contextlib.AbstractContextManager[CaseDone]:
-        return contextlib.nullcontext(_ignore)
-
-    def target_call(
-        self, target: str, messages: list[dict[str, Any]], system: str | None
-    ) -> contextlib.AbstractContextManager[Answered]:
-        return contextlib.nullcontext(_ignore)
-
-    async def grader(self, run: Awaitable[R]) -> R:
-        return await run
-
-    def end_run(self, summary: Mapping[str, Any], exit_code: int) -> None:
-        return None
-
-    def shutdown(self) -> None:
-        return None
-
-
-OFF = Telemetry()
-
-
-def start(describe: Callable[[str], Model], redact: Callable[[str], str] | None) -> Telemetry:
+def start(describe: Callable[[str], Model], redact: Callable[[str], str] | None) -> Tracing:
     """Spans sent through the OTLP/HTTP exporter, configured by the standard ``OTEL_*``
     variables. ``describe`` names a target's provider and model; ``redact`` (given only when
     content is captured) hides the configured keys in prompt and answer text."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    attributes = {}
-    if not os.environ.get("OTEL_SERVICE_NAME"):
-        attributes["service.name"] = "evalrun"
-    provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    content = os.environ.get(CONTENT_ENV, "").strip().lower() == "true"
-    return Tracing(provider, describe, redact if content else None)
+    return Tracing.exporting(describe, redact if capture_content() else None)
 
 
 class Tracing(Telemetry):
@@ -130,9 +57,6 @@ class Tracing(Telemetry):
         describe: Callable[[str], Model],
         redact: Callable[[str], str] | None,
     ) -> None:
-        from opentelemetry import trace
-
-        self._trace = trace
         self._provider = provider
         self._tracer: Tracer = provider.get_tracer("evalrun")
         self._describe = describe
@@ -141,6 +65,23 @@ class Tracing(Telemetry):
         self._run_context: Context | None = None
         self._closed = False
 
+    @classmethod
+    def exporting(
+        cls, describe: Callable[[str], Model], redact: Callable[[str], str] | None
+    ) -> Tracing:
+        """Through a batching OTLP/HTTP exporter that the ``OTEL_*`` variables configure."""
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        attributes = {}
+        if not os.environ.get("OTEL_SERVICE_NAME"):
+            attributes["service.name"] = "evalrun"
+        provider = TracerProvider(resource=Resource.create(attributes), shutdown_on_exit=False)
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        return cls(provider, describe, redact)
+
     def begin_run(self, eval_name: str, target: str | None, judge: str | None) -> None:
         attributes = {"evalrun.eval": eval_name}
         if target:
@@ -148,7 +89,7 @@ class Tracing(Telemetry):
         if judge:
             attributes["evalrun.judge"] = judge
         self._run = self._tracer.start_span(f"evalrun {eval_name}", attributes=attributes)
-        self._run_context = self._trace.set_span_in_context(self._run)
+        self._run_context = trace.set_span_in_context(self._run)
 
     @contextlib.contextmanager
     def case(self, case_id: str, repeat: int) -> Iterator[CaseDone]:
@@ -168,7 +109,7 @@ class Tracing(Telemetry):
             if result.status == "error":
                 self._error(span, _case_error(result))
 
-        with self._trace.use_span(
+        with trace.use_span(
             span, end_on_exit=True, record_exception=False, set_status_on_exception=False
         ):
             yield done
@@ -180,7 +121,7 @@ class Tracing(Telemetry):
         model = self._describe(target)
         span = self._tracer.start_span(
             f"chat {model.model or target}",
-            kind=self._trace.SpanKind.CLIENT,
+            kind=trace.SpanKind.CLIENT,
             attributes={**_genai(model), "evalrun.role": "target"},
         )
         if self._redact is not None:
@@ -199,7 +140,7 @@ class Tracing(Telemetry):
             if self._redact is not None and text is not None:
                 span.set_attribute("gen_ai.output.messages", self._text(_assistant(text)))
 
-        with self._trace.use_span(
+        with trace.use_span(
             span, end_on_exit=True, record_exception=False, set_status_on_exception=False
         ):
             try:
@@ -210,7 +151,7 @@ class Tracing(Telemetry):
 
     async def grader(self, run: Awaitable[R]) -> R:
         span = self._tracer.start_span("grader")
-        with self._trace.use_span(
+        with trace.use_span(
             span, end_on_exit=True, record_exception=False, set_status_on_exception=False
         ):
             done = await run
@@ -219,7 +160,7 @@ class Tracing(Telemetry):
             span.set_attributes(_grader_attributes(result))
             if result.status == "error":
                 self._error(span, "grader_error")
-            parent = self._trace.set_span_in_context(span)
+            parent = trace.set_span_in_context(span)
             for call in done.judge_calls:
                 self._judge_call(call, parent)
         return done
@@ -251,7 +192,7 @@ class Tracing(Telemetry):
         span = self._tracer.start_span(
             f"chat {model.model or call.target}",
             context=parent,
-            kind=self._trace.SpanKind.CLIENT,
+            kind=trace.SpanKind.CLIENT,
             attributes=attributes,
             start_time=start,
         )
@@ -288,7 +229,7 @@ class Tracing(Telemetry):
 
     def _error(self, span: Span, kind: str) -> None:
         span.set_attribute("error.type", kind)
-        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+        span.set_status(trace.Status(trace.StatusCode.ERROR))
 
     def _text(self, messages: list[dict[str, Any]]) -> str:
         assert self._redact is not None

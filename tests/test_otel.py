@@ -351,6 +351,11 @@ def test_otel_without_the_extra_is_a_config_error_with_the_install_hint(tmp_path
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"--otel needs OpenTelemetry's SDK: {HINT}" in run.stderr
     assert "Traceback" not in run.stderr and not out.exists()
+    # an endpoint in the environment is no request for the extra: the run goes on, spanless
+    env = {**no_otel_extra, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}
+    run = run_cli("capitals.eval.yaml", "--out", str(out), cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr and read_bundle(out)[1]["counts"]["passed"] == 2
 
 
 def test_a_run_without_otel_imports_none_of_it(tmp_path):

@@ -42,7 +42,7 @@ class JudgeCall:
     repeat: int | None = None
     #: when the call ended, in ns since the epoch (set by the proxy): the trace's judge-call
     #: span ends there (docs/otel.md). In memory only, never written to the log.
-    finished_ns: int | None = None
+    finished_ns: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The line of ``judge-calls.jsonl``: keys that say nothing (no error, no panel, no

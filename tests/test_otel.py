@@ -221,6 +221,7 @@ def test_spans_carry_the_genai_and_evalrun_attributes_of_the_bundle(tmp_path, co
         assert grader.attributes["evalrun.grader.judge_calls"] == 1
         (judge,) = grader.children
         (call,) = [c for c in calls if c["case_id"] == result["id"]]
+        assert "finished_ns" not in call  # in memory only: the log stays as it was
         assert judge.attributes["evalrun.role"] == "judge"
         assert judge.attributes["evalrun.case.id"] == result["id"]
         assert judge.attributes["evalrun.grader.name"] == "judged"

@@ -7,6 +7,7 @@ the calls' own start and end, so the proxy's hot path does no tracing work.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -59,7 +60,7 @@ class Tracing(Telemetry):
     ) -> None:
         self._provider = provider
         self._tracer: Tracer = provider.get_tracer("evalrun")
-        self._describe = describe
+        self._describe = functools.cache(describe)  # a few targets, asked for every call
         self._redact = redact
         self._run: Span | None = None
         self._run_context: Context | None = None

@@ -40,6 +40,9 @@ class JudgeCall:
     cost_usd: float | None = None
     #: the repeat of the case the call belongs to (set by the runner; None in a grader check)
     repeat: int | None = None
+    #: when the call ended, in ns since the epoch (set by the proxy): the trace's judge-call
+    #: span ends there (docs/otel.md). In memory only, never written to the log.
+    finished_ns: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The line of ``judge-calls.jsonl``: keys that say nothing (no error, no panel, no
@@ -79,4 +82,5 @@ class JudgeCall:
 
 
 _WHEN_SET = ("error_code", "panel", "warnings", "cost_usd", "repeat")
-_ALWAYS = tuple(f.name for f in fields(JudgeCall) if f.name not in _WHEN_SET)
+_IN_MEMORY = ("finished_ns",)
+_ALWAYS = tuple(f.name for f in fields(JudgeCall) if f.name not in (*_WHEN_SET, *_IN_MEMORY))

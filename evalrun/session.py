@@ -78,6 +78,7 @@ class RunSettings(BaseModel):
     sandbox: Literal[SANDBOX_LEVELS] = "auto"  # type: ignore[valid-type]
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    otel: bool = False
 
     @classmethod
     def checked(cls, **options: object) -> RunSettings:
@@ -194,6 +195,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             sandbox=settings.sandbox,
             executor=settings.executor,
             ray_address=settings.ray_address,
+            otel=settings.otel,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

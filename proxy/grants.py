@@ -243,6 +243,7 @@ class GrantRegistry:
 
     def record(self, grant: Grant, call: JudgeCall) -> None:
         """Account one finished call and keep it, redacted (docs/security.md)."""
+        call.finished_ns = time.time_ns()  # its trace span ends here (docs/otel.md)
         grant.latency_ms += call.latency_ms or 0.0
         grant.input_tokens += call.input_tokens
         grant.output_tokens += call.output_tokens

@@ -44,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
     "evalrun.judgecall": set(),
+    "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},
     "evalrun.spec": BASE,
@@ -54,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.runner": BASE
     | RECORDS
     | FORMATS
-    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets"},
+    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets", "evalrun.telemetry"},
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
 }

@@ -156,6 +156,12 @@ def run(
         metavar="N",
         help="Run only the first N selected cases (after --filter and --shard).",
     ),
+    otel: bool = typer.Option(
+        False,
+        "--otel",
+        help="Send OpenTelemetry spans over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
+        "is set; docs/otel.md).",
+    ),
 ) -> None:
     """Run an eval file: answer each case, grade it, write the run bundle."""
     options = dict(
@@ -180,6 +186,7 @@ def run(
         sandbox=sandbox.value,
         executor=executor.value,
         ray_address=ray_address,
+        otel=otel,
     )
     try:
         settings = RunSettings.checked(**options)  # the limits the Python API checks too

@@ -42,3 +42,5 @@ class RunOptions:
     #: ``local`` (this process) or ``ray`` (docs/distributed.md)
     executor: str = "local"
     ray_address: str | None = None
+    #: send OpenTelemetry spans (docs/otel.md); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
+    otel: bool = False

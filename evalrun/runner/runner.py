@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import (
@@ -55,6 +56,7 @@ from evalrun.targets import (
 )
 
 if TYPE_CHECKING:
+    from evalrun.telemetry.spans import Model
     from proxy import JudgeProxy
 
 #: Told each case the run wrote: its result line and its judge-call lines, as written.
@@ -134,6 +136,10 @@ class EvalRun:
         self.sandbox = self._sandbox_policy(lookup.path, levels)
         if options.executor == "ray" and importlib.util.find_spec("ray") is None:
             raise ConfigError(f"--executor ray needs Ray: {install_hint('ray')}")
+        if options.otel and not telemetry.available():
+            raise ConfigError(f"--otel needs OpenTelemetry's SDK: {install_hint('otel')}")
+        #: the run's spans (docs/otel.md): started by :meth:`run`, so never on a Ray worker
+        self.telemetry = telemetry.OFF
         self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(options.workers)
@@ -226,6 +232,38 @@ class EvalRun:
     ) -> RunOutcome:
         """Grade every case into ``writer``'s bundle; ``on_record`` hears of each case written
         (the run command drafts the reports with it, docs/reports.md)."""
+        if telemetry.wanted(self.options.otel) and telemetry.available():
+            from evalrun.telemetry.spans import start
+
+            self.telemetry = start(self._describe, self._content_redactor())
+        try:
+            return await self._run(writer, on_record)
+        finally:  # spans are sent also when the run stops early (docs/otel.md)
+            self.telemetry.shutdown()
+
+    def _describe(self, name: str) -> Model:
+        from evalrun.telemetry.spans import Model
+
+        try:
+            config = self.pool.file.get(name)
+        except ConfigError:
+            return Model(name, name, None)
+        return Model(name, config.kind, config.model)
+
+    def _content_redactor(self) -> Callable[[str], str] | None:
+        """The proxy's redaction of every configured key, for prompt and answer text in spans
+        (only when captured: docs/otel.md)."""
+        if not telemetry.capture_content():
+            return None
+        from evalrun.runner.judging import key_values
+        from proxy.grants import Redactor
+
+        redactor = Redactor(key_values(self.pool))
+        return lambda text: redactor.text(text) or ""
+
+    async def _run(
+        self, writer: BundleWriter | None, on_record: RecordListener | None
+    ) -> RunOutcome:
         options = self.options
         writer = writer or self.open_bundle()
         done = self._kept
@@ -249,6 +287,7 @@ class EvalRun:
             raise
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
+        self.telemetry.begin_run(self.loaded.name, self.target_name, self.judge_name)
         progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat)
 
         def record(result: CaseResult, calls: list[JudgeCall]) -> None:
@@ -268,14 +307,16 @@ class EvalRun:
             progress.case_done(result)
 
         async def one(case: TestCase, repeat: int) -> None:
-            try:
-                if self._interrupted:
-                    raise asyncio.CancelledError
-                result, calls = await executor.grade(case, repeat)
-            except asyncio.CancelledError:
-                if not self._interrupted:
-                    raise
-                result, calls = _interrupted_result(case, repeat, self.target_name), []
+            with self.telemetry.case(case.id, repeat) as case_done:
+                try:
+                    if self._interrupted:
+                        raise asyncio.CancelledError
+                    result, calls = await executor.grade(case, repeat)
+                except asyncio.CancelledError:
+                    if not self._interrupted:
+                        raise
+                    result, calls = _interrupted_result(case, repeat, self.target_name), []
+                case_done(result)
             record(result, calls)
 
         # A fixed pool of workers pulls from one iterator, so a run holds `workers` coroutines
@@ -327,6 +368,9 @@ class EvalRun:
         except BundleWriteError as exc:
             self._write_error = self._write_error or str(exc)
             exit_code = ExitCode.INCOMPLETE
+        # sent while a Ctrl-C is still held off (docs/results.md), so the trace is whole
+        self.telemetry.end_run(summary, exit_code)
+        self.telemetry.shutdown()
         scan = scanner.result() if scanner.whole else None
         return RunOutcome(
             exit_code, summary, shown.rows(), shown.total, writer.directory, self._write_error, scan
@@ -427,7 +471,10 @@ class EvalRun:
             return result, calls
         try:
             runs = await asyncio.gather(
-                *(run_grader(g, case, output, ctx, repeat) for g in self.graders_for(case))
+                *(
+                    self.telemetry.grader(run_grader(g, case, output, ctx, repeat))
+                    for g in self.graders_for(case)
+                )
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
@@ -470,13 +517,17 @@ class EvalRun:
             ],
             system_prompt="\n\n".join(system) or None,
         )
-        response = await target.complete(request)
-        usage = {
-            **response.usage.to_dict(),
-            "cached": response.cached,
-            "replayed": response.replayed,
-            "cost_usd": response.cost_usd,
-        }
+        with self.telemetry.target_call(
+            self.target_name, request.messages, request.system_prompt
+        ) as answered:
+            response = await target.complete(request)
+            usage = {
+                **response.usage.to_dict(),
+                "cached": response.cached,
+                "replayed": response.replayed,
+                "cost_usd": response.cost_usd,
+            }
+            answered(usage, response.text, response.model)
         return response.text, response.latency_ms, usage, response.repaired
 
     def _summary(

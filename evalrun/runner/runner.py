@@ -53,6 +53,7 @@ from evalrun.targets import (
     load_targets,
     locate_targets_file,
 )
+from evalrun.transcripts import Transcript
 
 if TYPE_CHECKING:
     from proxy import JudgeProxy
@@ -404,8 +405,9 @@ class EvalRun:
         )
         calls: list[JudgeCall] = []
         try:
-            output, target_ms, usage, repaired = await self._answer(case)
+            output, target_ms, usage, repaired, transcript = await self._answer(case)
             result.output = output
+            result.transcript = transcript.to_dict() if transcript else None
             if repaired:
                 result.warnings.append(repaired_note(repaired, "the target's answer"))
             result.timings["target_ms"] = round(target_ms, 1)
@@ -417,7 +419,10 @@ class EvalRun:
             return result, calls
         try:
             runs = await asyncio.gather(
-                *(run_grader(g, case, output, ctx, repeat) for g in self.graders_for(case))
+                *(
+                    run_grader(g, case, output, ctx, repeat, transcript)
+                    for g in self.graders_for(case)
+                )
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
@@ -443,12 +448,15 @@ class EvalRun:
             return combine_grader_scores(rubric, scored, base_dir=self.loaded.folder)
         return case_score(graders)
 
-    async def _answer(self, case: TestCase) -> tuple[str | None, float, dict[str, Any] | None, int]:
-        """The answer, its latency, usage and how many lone surrogates were repaired in it."""
+    async def _answer(
+        self, case: TestCase
+    ) -> tuple[str | None, float, dict[str, Any] | None, int, Transcript | None]:
+        """The answer, its latency, usage, how many lone surrogates were repaired in it, and
+        the agent's transcript when the target reads one (docs/agents.md)."""
         if case.output is not None:
             messages = as_messages(case.output, "assistant")
             texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
-            return (texts[-1] if texts else ""), 0.0, None, 0
+            return (texts[-1] if texts else ""), 0.0, None, 0, None
         assert self.target_name is not None
         target = self.pool.get(self.target_name)
         system = [m.text() for m in case.input_messages if m.role == "system"]
@@ -467,7 +475,7 @@ class EvalRun:
             "replayed": response.replayed,
             "cost_usd": response.cost_usd,
         }
-        return response.text, response.latency_ms, usage, response.repaired
+        return response.text, response.latency_ms, usage, response.repaired, response.transcript
 
     def _summary(
         self, results: StatsBuilder, started_at: datetime, duration_s: float

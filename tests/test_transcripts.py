@@ -257,3 +257,22 @@ def test_trajectory_of_a_recorded_transcript() -> None:
     assert not match_trajectory(wanted, actual, "any-order", "ignore").passed
     verdict = match_trajectory(wanted, actual, "exact", "ignore")
     assert not verdict.passed and verdict.reason.startswith("call 2: expected Bash")
+
+
+def test_payload_with_a_transcript_fits_the_published_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from evalrun.launcher.payload import build_payload
+    from evalrun.spec.models import GraderSpec, TestCase
+
+    schema = json.loads((ROOT / "docs" / "schemas" / "grader-input.schema.json").read_text())
+    case = TestCase.model_validate({"id": "c", "input": "Fix add()."})
+    grader = GraderSpec.model_validate({"name": "g", "command": ["python", "g.py"]})
+    for fmt in RECORDED:
+        t = recorded(fmt)
+        payload = build_payload(case, grader, t.answer, 0, t)
+        jsonschema.validate(payload, schema)
+        assert payload["messages"][0] == {"role": "user", "content": "Fix add()."}
+        assert payload["messages"][1:] == t.messages()
+    plain = build_payload(case, grader, ANSWER)
+    jsonschema.validate(plain, schema)
+    assert plain["trace"] is None and plain["messages"][-1]["content"] == ANSWER

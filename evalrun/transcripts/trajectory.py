@@ -76,7 +76,7 @@ def match_trajectory(
 def _exact(
     expected: Sequence[Call], actual: Sequence[Call], fits: Callable[[Call, Call], bool]
 ) -> Verdict:
-    for i, (e, a) in enumerate(zip(expected, actual)):
+    for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
         if not fits(e, a):
             return Verdict(False, f"call {i + 1}: expected {_show(e)}, got {_show(a)}", [i], [i])
     if len(expected) != len(actual):

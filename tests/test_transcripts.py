@@ -208,6 +208,17 @@ def test_real_run_carries_the_transcript(tmp_path: Path, fmt: str) -> None:
     assert (seen["cost_usd"], seen["duration_ms"]) == (expected.cost_usd, expected.duration_ms)
     if expected.cost_usd is not None:
         assert case["usage"]["target"]["cost_usd"] == expected.cost_usd
+    # the bundle reader and every report format read a bundle with transcripts
+    from evalrun.results.reader import read_results
+
+    (read,) = list(read_results(tmp_path / "run"))
+    assert read.transcript == case["transcript"]
+    for fmt_ in ("md", "html", "junit", "json"):
+        report = subprocess.run(
+            [sys.executable, "-m", "evalrun", "report", str(tmp_path / "run"), "--format", fmt_],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert report.returncode == 0, report.stdout + report.stderr
 
 
 def test_real_run_with_a_broken_stream_is_a_target_error(tmp_path: Path) -> None:

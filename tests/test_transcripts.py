@@ -150,7 +150,9 @@ GRADER = textwrap.dedent(
 )
 
 
-def _run(tmp_path: Path, fmt: str | None, recording: Path) -> tuple[int, list[dict], str]:
+def _run(
+    tmp_path: Path, fmt: str | None, recording: Path, graders: str = ""
+) -> tuple[int, list[dict], str]:
     (tmp_path / "grader.py").write_text(GRADER)
     (tmp_path / "targets.yaml").write_text(
         textwrap.dedent(
@@ -179,6 +181,7 @@ def _run(tmp_path: Path, fmt: str | None, recording: Path) -> tuple[int, list[di
                     value: a + b
             """
         )
+        + textwrap.indent(textwrap.dedent(graders), " " * 6)
     )
     out = tmp_path / "run"
     proc = subprocess.run(
@@ -287,3 +290,93 @@ def test_payload_with_a_transcript_fits_the_published_schema() -> None:
     plain = build_payload(case, grader, ANSWER)
     jsonschema.validate(plain, schema)
     assert plain["trace"] is None and plain["messages"][-1]["content"] == ANSWER
+
+
+TRAJECTORY_GRADERS = """
+- name: read-then-test
+  type: tool-trajectory
+  config:
+    mode: in-order
+    args: subset
+    expected:
+      - {tool: Read, args: {file_path: /tmp/proj/calc.py}}
+      - {tool: Bash, args: {command: python -m pytest -q}}
+- name: test-then-read
+  type: tool-trajectory
+  config:
+    mode: in-order
+    args: subset
+    expected:
+      - {tool: Bash}
+      - {tool: Read}
+- name: exactly
+  type: tool-trajectory
+  config: {mode: exact, args: ignore, expected: [{tool: Read}, {tool: Edit}, {tool: Bash}]}
+"""
+
+
+def test_tool_trajectory_grader_in_a_real_run(tmp_path: Path) -> None:
+    code, results, log = _run(
+        tmp_path, "claude-code", DATA / "claude-code.jsonl", TRAJECTORY_GRADERS
+    )
+    (case,) = results
+    by_name = {g["name"]: g for g in case["graders"]}
+    assert by_name["read-then-test"]["status"] == "passed", by_name
+    assert by_name["exactly"]["status"] == "passed"
+    failed = by_name["test-then-read"]
+    assert failed["status"] == "failed" and failed["score"] == 0
+    assert failed["reason"] == "in-order: missing Read"
+    assert case["status"] == "failed" and code != 0, log
+
+
+def test_tool_trajectory_without_a_transcript_is_an_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text(ANSWER + "\n")
+    _, results, _ = _run(tmp_path, None, plain, TRAJECTORY_GRADERS)
+    graders = {g["name"]: g for g in results[0]["graders"]}
+    assert graders["exactly"]["status"] == "error"
+    assert "needs the agent's transcript" in graders["exactly"]["reason"]
+
+
+def test_tool_trajectory_check_refuses_a_config_it_cannot_read() -> None:
+    from evalrun.launcher.deterministic import run_deterministic
+    from evalrun.spec.models import GraderSpec
+
+    t = recorded("jsonl")
+    for config, message in [
+        ({"mode": "strict", "expected": []}, "tool-trajectory: mode must be one of"),
+        ({"args": "superset", "expected": []}, "tool-trajectory: mode must be one of"),
+        (
+            {"expected": [{"args": {}}]},
+            "tool-trajectory: config.expected must be a list of {tool, args?}",
+        ),
+        ({}, "tool-trajectory: config.expected must be a list of {tool, args?}"),
+    ]:
+        spec = GraderSpec.model_validate({"type": "tool-trajectory", "config": config})
+        result = run_deterministic(spec, t.answer, t)
+        assert result.status == "error" and result.reason.startswith(message), result
+    spec = GraderSpec.model_validate(
+        {"type": "tool-trajectory", "config": {"mode": "any-order", "expected": [{"tool": "run"}]}}
+    )
+    result = run_deterministic(spec, t.answer, t)
+    assert result.status == "failed"
+    assert result.reason.startswith("any-order: missing run; unexpected read_file(")
+
+
+def test_trajectory_modes_by_hand() -> None:
+    a, b, c = Call("a", {"x": 1}), Call("b", {"y": 2}), Call("c")
+    actual = [a, b, c]
+    assert match_trajectory([a, c], actual, "in-order").passed
+    assert not match_trajectory([c, a], actual, "in-order").passed
+    assert match_trajectory([c, a], actual, "superset").passed
+    assert not match_trajectory([c, a], actual, "any-order").passed
+    assert match_trajectory([c, b, a], actual, "any-order").passed
+    assert match_trajectory([a, b, c, Call("d")], actual, "subset").passed
+    assert not match_trajectory([a, b], actual, "subset").passed
+    assert match_trajectory([Call("a", {})], [a], "exact", "subset").passed
+    assert not match_trajectory([Call("a", {})], [a], "exact", "exact").passed
+    assert match_trajectory([Call("a", "q")], [Call("a", "q")], "exact", "subset").passed
+    assert not match_trajectory([Call("a", "q")], [Call("a", "r")], "exact", "subset").passed
+    verdict = match_trajectory([a, Call("z")], actual, "superset")
+    assert (verdict.missing, verdict.unexpected) == ([1], [])
+    assert verdict.reason == "superset: missing z"

@@ -57,7 +57,7 @@ async def run_grader(
     transcript: Transcript | None = None,
 ) -> GraderRun:
     if spec.kind.in_process:
-        return GraderRun(run_deterministic(spec, output))
+        return GraderRun(run_deterministic(spec, output, transcript))
     access = spec.access
     payload = build_payload(case, spec, output, attempt, transcript)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir

@@ -60,6 +60,7 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("equals", "check", requires=("value",)),
         GraderKind("is-json", "check"),
         GraderKind("json-schema", "check", requires=("schema",)),
+        GraderKind("tool-trajectory", "check"),
     )
 }
 

@@ -39,8 +39,8 @@ class Verdict:
 
 def args_match(expected: Any, actual: Any, mode: ArgsMode) -> bool:
     """``subset``: every key of the expected arguments is in the actual ones with an equal value
-    (non-object arguments must be equal)."""
-    if mode == "ignore":
+    (no expected arguments, None, is the empty subset; other non-objects must be equal)."""
+    if mode == "ignore" or (mode == "subset" and expected is None):
         return True
     if mode == "subset" and isinstance(expected, dict) and isinstance(actual, dict):
         return all(key in actual and actual[key] == value for key, value in expected.items())

@@ -380,3 +380,24 @@ def test_trajectory_modes_by_hand() -> None:
     verdict = match_trajectory([a, Call("z")], actual, "superset")
     assert (verdict.missing, verdict.unexpected) == ([1], [])
     assert verdict.reason == "superset: missing z"
+
+
+def test_trace_fits_agentv_trace_schema() -> None:
+    """AgentV graders check ``trace`` against its TraceSchema (read from AgentV's source into
+    tests/data/transcripts/agentv-trace.schema.json); the whole payload against its input."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from evalrun.launcher.payload import build_payload
+    from evalrun.spec.models import GraderSpec, TestCase
+
+    trace_schema = json.loads((DATA / "agentv-trace.schema.json").read_text())
+    agentv_input = json.loads((ROOT / "tests/data/agentv/grader-input.schema.json").read_text())
+    case = TestCase.model_validate({"id": "c", "input": "Fix add()."})
+    grader = GraderSpec.model_validate({"name": "g", "command": ["python", "g.py"]})
+    for fmt in RECORDED:
+        t = recorded(fmt)
+        payload = build_payload(case, grader, t.answer, 0, t)
+        jsonschema.validate(payload["trace"], trace_schema)
+        jsonschema.validate(payload, agentv_input)
+    broken = {**recorded("jsonl").trace(), "events": [{"event_id": "e0", "type": "step"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, trace_schema)

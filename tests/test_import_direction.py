@@ -27,8 +27,9 @@ BASE = {
     "evalrun.sqlitewal",
     "evalrun.yamlsource",
 }
-#: The judge-call record: made by the proxy, carried by launcher and runner, read by reports.
-RECORDS = {"evalrun.judgecall"}
+#: The records every stage after their maker carries: the judge-call record (made by the proxy)
+#: and the agent transcript (read by a cli target, graded and written to the bundle).
+RECORDS = {"evalrun.judgecall", "evalrun.transcripts"}
 #: Formats every stage may read or write: the eval file and the results bundle.
 FORMATS = {"evalrun.spec", "evalrun.results"}
 
@@ -45,11 +46,12 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.hardening": set(),
     "evalrun.judgecall": set(),
     "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
+    "evalrun.transcripts": set(),
     "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},
     "evalrun.spec": BASE,
     "evalrun.results": BASE | RECORDS,
-    "evalrun.targets": BASE,
+    "evalrun.targets": BASE | {"evalrun.transcripts"},
     "proxy": BASE | RECORDS | {"evalrun.targets"},  # not results/: a later stage
     "evalrun.launcher": BASE | RECORDS | FORMATS,
     "evalrun.runner": BASE

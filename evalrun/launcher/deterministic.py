@@ -9,9 +9,14 @@ from collections.abc import Callable
 
 from evalrun.results.models import GraderResult
 from evalrun.spec.models import GraderSpec
+from evalrun.transcripts import Transcript
+from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
 
 
-def run_deterministic(spec: GraderSpec, output: str | None) -> GraderResult:
+def run_deterministic(
+    spec: GraderSpec, output: str | None, transcript: Transcript | None = None
+) -> GraderResult:
+    """``transcript``: what the agent did, for the checks that read it (docs/agents.md)."""
     result = GraderResult(
         name=spec.name or spec.type, status="error", weight=spec.weight, threshold=spec.threshold
     )
@@ -22,7 +27,7 @@ def run_deterministic(spec: GraderSpec, output: str | None) -> GraderResult:
         result.status, result.reason = "unscored", "there is no output to check"
         return result
     try:
-        ok, reason = _check(spec, output)
+        ok, reason = _check(spec, output, transcript)
     except ValueError as exc:
         result.reason = str(exc)
         return result
@@ -40,7 +45,8 @@ def _values(spec: GraderSpec) -> list[str]:
     return [str(v) for v in spec.value] if isinstance(spec.value, list) else [str(spec.value)]
 
 
-Check = Callable[[GraderSpec, str], tuple[bool, str]]
+#: a check reads the output and, if it wants, the agent's transcript (None without one)
+Check = Callable[[GraderSpec, str, Transcript | None], tuple[bool, str]]
 
 #: type -> its check: the ``check`` kinds of ``evalrun/spec/kinds.py`` (a test keeps them equal).
 CHECKS: dict[str, Check] = {}
@@ -54,15 +60,15 @@ def deterministic_check(*types: str) -> Callable[[Check], Check]:
     return register
 
 
-def _check(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _check(spec: GraderSpec, output: str, transcript: Transcript | None) -> tuple[bool, str]:
     check = CHECKS.get(spec.type)
     if check is None:
         raise ValueError(f"'{spec.type}' is not a deterministic grader")
-    return check(spec, output)
+    return check(spec, output, transcript)
 
 
 @deterministic_check("contains", "icontains")
-def _contains(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _contains(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     fold = (lambda s: s.casefold()) if spec.type == "icontains" else (lambda s: s)
     missing = [v for v in _values(spec) if fold(v) not in fold(output)]
     if missing:
@@ -71,7 +77,7 @@ def _contains(spec: GraderSpec, output: str) -> tuple[bool, str]:
 
 
 @deterministic_check("contains-all", "icontains-all", "contains-any", "icontains-any")
-def _contains_some(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _contains_some(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     """AgentV's list checks: ``-all`` needs every value, ``-any`` one; ``i`` ignores case."""
     fold = (lambda s: s.casefold()) if spec.type.startswith("i") else (lambda s: s)
     values = _values(spec)
@@ -87,7 +93,7 @@ def _contains_some(spec: GraderSpec, output: str) -> tuple[bool, str]:
 
 
 @deterministic_check("starts-with", "ends-with")
-def _starts_or_ends(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _starts_or_ends(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     """The output starts or ends with one of the values (both without surrounding whitespace)."""
     text = output.strip()
     test = text.startswith if spec.type == "starts-with" else text.endswith
@@ -100,19 +106,19 @@ def _starts_or_ends(spec: GraderSpec, output: str) -> tuple[bool, str]:
 
 
 @deterministic_check("regex")
-def _regex(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _regex(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     found = re.search(str(spec.value), output)  # compiled when the file was validated
     return bool(found), f"regex {spec.value!r} {'matches' if found else 'does not match'}"
 
 
 @deterministic_check("equals")
-def _equals(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _equals(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     same = output.strip() == str(spec.value).strip()
     return same, "output equals the value" if same else "output differs from the value"
 
 
 @deterministic_check("is-json")
-def _is_json(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _is_json(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     try:
         json.loads(output)
     except json.JSONDecodeError as exc:
@@ -121,7 +127,7 @@ def _is_json(spec: GraderSpec, output: str) -> tuple[bool, str]:
 
 
 @deterministic_check("json-schema")
-def _json_schema(spec: GraderSpec, output: str) -> tuple[bool, str]:
+def _json_schema(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[bool, str]:
     """The standard's verdict, every error named by its path (docs/eval-files.md)."""
     from evalrun.spec.jsonschema_check import output_errors  # slow import: only here
 
@@ -133,3 +139,33 @@ def _json_schema(spec: GraderSpec, output: str) -> tuple[bool, str]:
     if problems:
         return False, "; ".join(problems)
     return True, "output matches the schema"
+
+
+@deterministic_check("tool-trajectory")
+def _tool_trajectory(
+    spec: GraderSpec, output: str, transcript: Transcript | None
+) -> tuple[bool, str]:
+    """The agent's tool calls against ``config.expected`` (docs/agents.md, "Tool trajectories")."""
+    config = spec.config
+    mode, args = config.get("mode", "exact"), config.get("args", "exact")
+    if mode not in MODES or args not in ARGS_MODES:
+        raise ValueError(
+            f"tool-trajectory: mode must be one of {', '.join(MODES)} and args one of "
+            f"{', '.join(ARGS_MODES)} (got {mode!r}, {args!r})"
+        )
+    expected = config.get("expected")
+    if not isinstance(expected, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("tool"), str) for c in expected
+    ):
+        raise ValueError("tool-trajectory: config.expected must be a list of {tool, args?}")
+    if transcript is None:
+        raise ValueError(
+            "tool-trajectory needs the agent's transcript (a cli target's transcript:)"
+        )
+    verdict = match_trajectory(
+        [Call(c["tool"], c.get("args")) for c in expected],
+        [Call(c.name, c.arguments) for c in transcript.tool_calls],
+        mode,
+        args,
+    )
+    return verdict.passed, verdict.reason

@@ -22,6 +22,7 @@ from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
 from evalrun.results.models import GraderResult, ProxyUsage
 from evalrun.spec.models import GraderSpec, TestCase
+from evalrun.transcripts import Transcript
 
 
 @dataclass
@@ -55,11 +56,12 @@ async def run_grader(
     output: str | None,
     ctx: LaunchContext,
     attempt: int = 0,
+    transcript: Transcript | None = None,
 ) -> GraderRun:
     if spec.kind.in_process:
-        return GraderRun(run_deterministic(spec, output))
+        return GraderRun(run_deterministic(spec, output, transcript))
     access = spec.access
-    payload = build_payload(case, spec, output, attempt)
+    payload = build_payload(case, spec, output, attempt, transcript)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant: IssuedGrant | None = None
     proxy: GrantIssuer[Any] | None = None

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from evalrun.spec.models import GraderSpec, Message, TestCase, ToolCall
+from evalrun.transcripts import Transcript
 
 PROTOCOL = "evalrun.grader/1"
 
@@ -53,12 +54,17 @@ def build_payload(
     grader: GraderSpec,
     output: str | None,
     attempt: int = 0,
+    transcript: Transcript | None = None,
 ) -> dict[str, Any]:
+    """``transcript``: what the agent did, shown as ``messages``, ``trace`` and AgentV's
+    trace fields (docs/grader-protocol.md, docs/agents.md)."""
     inputs = case.input_messages
     expected = case.expected_messages
-    transcript = [message_dict(m) for m in inputs]
-    if output is not None:
-        transcript.append({"role": "assistant", "content": output})
+    messages = [message_dict(m) for m in inputs]
+    if transcript is not None:
+        messages += transcript.messages()
+    elif output is not None:
+        messages.append({"role": "assistant", "content": output})
     access = grader.access
     return {
         "protocol": PROTOCOL,
@@ -67,7 +73,7 @@ def build_payload(
         "criteria": case.criteria or "",
         "input": [message_dict(m) for m in inputs],
         "output": output,
-        "messages": transcript,
+        "messages": messages,
         "expected_output": [message_dict(m) for m in expected],
         "reference_answer": last_text(expected, "assistant"),
         "input_files": list(case.input_files),
@@ -75,4 +81,9 @@ def build_payload(
         "metadata": case.metadata,
         "grader": {"name": grader.name, "max_calls": access.max_calls if access else 0},
         "attempt": attempt,
+        "trace": transcript.trace() if transcript else None,
+        "trace_summary": transcript.summary() if transcript else None,
+        "token_usage": transcript.usage.to_dict() if transcript and transcript.usage else None,
+        "cost_usd": transcript.cost_usd if transcript else None,
+        "duration_ms": transcript.duration_ms if transcript else None,
     }

@@ -74,12 +74,17 @@ class CaseResult:
     line: int | None = None
     #: what evalrun changed or noticed in the target's answer (e.g. text it had to repair)
     warnings: list[str] = field(default_factory=list)
+    #: what the agent did, from a ``cli`` target with ``transcript:`` (docs/agents.md); the
+    #: line has no ``transcript`` key when there is none
+    transcript: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view sharing the result's lists and dicts: written out at once, it needs
         no deep copy (``dataclasses.asdict`` cost the runner ~4 ms a case)."""
         out = {name: getattr(self, name) for name in _CASE_KEYS}
         out["graders"] = [g.to_dict() for g in self.graders]
+        if self.transcript is None:
+            del out["transcript"]
         return out
 
     def slim(self) -> CaseResult:

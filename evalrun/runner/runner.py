@@ -54,6 +54,7 @@ from evalrun.targets import (
     load_targets,
     locate_targets_file,
 )
+from evalrun.transcripts import Transcript
 
 if TYPE_CHECKING:
     from evalrun.telemetry.spans import Model
@@ -458,8 +459,9 @@ class EvalRun:
             )
             return result, calls
         try:
-            output, target_ms, usage, repaired = await self._answer(case)
+            output, target_ms, usage, repaired, transcript = await self._answer(case)
             result.output = output
+            result.transcript = transcript.to_dict() if transcript else None
             if repaired:
                 result.warnings.append(repaired_note(repaired, "the target's answer"))
             result.timings["target_ms"] = round(target_ms, 1)
@@ -472,7 +474,7 @@ class EvalRun:
         try:
             runs = await asyncio.gather(
                 *(
-                    self.telemetry.grader(run_grader(g, case, output, ctx, repeat))
+                    self.telemetry.grader(run_grader(g, case, output, ctx, repeat, transcript))
                     for g in self.graders_for(case)
                 )
             )
@@ -500,12 +502,15 @@ class EvalRun:
             return combine_grader_scores(rubric, scored, base_dir=self.loaded.folder)
         return case_score(graders)
 
-    async def _answer(self, case: TestCase) -> tuple[str | None, float, dict[str, Any] | None, int]:
-        """The answer, its latency, usage and how many lone surrogates were repaired in it."""
+    async def _answer(
+        self, case: TestCase
+    ) -> tuple[str | None, float, dict[str, Any] | None, int, Transcript | None]:
+        """The answer, its latency, usage, how many lone surrogates were repaired in it, and
+        the agent's transcript when the target reads one (docs/agents.md)."""
         if case.output is not None:
             messages = as_messages(case.output, "assistant")
             texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
-            return (texts[-1] if texts else ""), 0.0, None, 0
+            return (texts[-1] if texts else ""), 0.0, None, 0, None
         assert self.target_name is not None
         target = self.pool.get(self.target_name)
         system = [m.text() for m in case.input_messages if m.role == "system"]
@@ -528,7 +533,13 @@ class EvalRun:
                 "cost_usd": response.cost_usd,
             }
             answered(usage, response.text, response.model)
-        return response.text, response.latency_ms, usage, response.repaired
+        return (
+            response.text,
+            response.latency_ms,
+            usage,
+            response.repaired,
+            response.transcript,
+        )
 
     def _summary(
         self, results: StatsBuilder, started_at: datetime, duration_s: float

@@ -334,7 +334,13 @@ def normalize_grader(
                 children, (*path, "graders"), lines, agentv=agentv, in_set=True
             )
     runs = KINDS[ALIASES.get(kind, kind)].runs if _known(kind) else None
-    if runs == "unsupported" or in_set or (agentv and runs == "command"):
+    # AgentV's own options of a grader evalrun cannot run, or reads from config (tool-trajectory)
+    if (
+        runs == "unsupported"
+        or in_set
+        or (agentv and runs == "command")
+        or kind == "tool-trajectory"
+    ):
         _options_to_config(grader, path, lines, keep_target=not in_set)
 
 

@@ -81,7 +81,7 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("icontains-any", "check", requires=("value",)),
         GraderKind("starts-with", "check", requires=("value",)),
         GraderKind("ends-with", "check", requires=("value",)),
-        _agent_facing("tool-trajectory"),
+        GraderKind("tool-trajectory", "check"),
         _agent_facing("trajectory:tool-sequence"),
         _agent_facing("trajectory:tool-used"),
         _agent_facing("trajectory:tool-args-match"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from evalrun.transcripts import Transcript
+
 
 @dataclass
 class TokenUsage:
@@ -149,6 +151,8 @@ class CompletionResponse:
     panel: dict[str, Any] | None = None
     #: lone surrogates replaced in the answer's texts (evalrun.safetext), so records can flag it
     repaired: int = 0
+    #: what an agent did to get the answer: a ``cli`` target with ``transcript:`` (docs/agents.md)
+    transcript: Transcript | None = None
 
 
 class ConfigError(Exception):

@@ -276,7 +276,7 @@ class ManagedTarget:
     def _cost(self, response: CompletionResponse, copies: int) -> float | None:
         price = self.config.price
         if price is None:
-            return None
+            return response.cost_usd  # what the provider reported, if it did (docs/agents.md)
         usage = response.usage
         one = (usage.input_tokens * price.input + usage.output_tokens * price.output) / 1e6
         return one * copies

@@ -66,7 +66,12 @@ def litellm() -> ProviderClass:
 @provider(
     "cli",
     cached=False,
-    keys={"command": str | list[str | int | float], "env": dict[str, Any], "cwd": str},
+    keys={
+        "command": str | list[str | int | float],
+        "env": dict[str, Any],
+        "cwd": str,
+        "transcript": str,
+    },
 )
 def cli() -> ProviderClass:
     from evalrun.targets.providers.cli import CliTarget

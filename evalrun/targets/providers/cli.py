@@ -2,7 +2,9 @@
 
 The command is an argv list run without a shell. An element containing ``{prompt}`` gets the
 prompt substituted into it (still one argument); without a placeholder the prompt goes on stdin.
-The program runs in its own process group so a timeout kills everything it started.
+The program runs in its own process group so a timeout kills everything it started. With
+``transcript:`` its stdout is an agent's JSON stream, read into a transcript whose final answer
+is the answer (docs/agents.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from evalrun.targets.base import (
     TokenUsage,
 )
 from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.transcripts import FORMATS, Transcript, TranscriptError, read_transcript
 
 PLACEHOLDER = "{prompt}"
 _STDERR_TAIL = 1000
@@ -41,6 +44,16 @@ def _argv(config: TargetConfig) -> list[str]:
             f"target '{config.name}' (cli) needs 'command': a non-empty list of arguments"
         )
     return [str(part) for part in command]
+
+
+def _transcript_format(config: TargetConfig) -> str | None:
+    fmt: Any = config.extra("transcript")
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(
+            f"target '{config.name}' (cli): 'transcript' must be one of {', '.join(FORMATS)}"
+            f", not {fmt!r}"
+        )
+    return fmt
 
 
 def _env(config: TargetConfig) -> dict[str, str] | None:
@@ -63,6 +76,7 @@ class CliTarget:
         cwd = config.extra("cwd")
         self.cwd = str(cwd) if cwd is not None else None
         self.uses_stdin = not any(PLACEHOLDER in part for part in self.argv)
+        self.transcript_format = _transcript_format(config)
 
     def _error(self, message: str, **kwargs: Any) -> TargetError:
         return TargetError(f"cli target '{self.name}': {message}", target=self.name, **kwargs)
@@ -102,11 +116,34 @@ class CliTarget:
                 + (f": {tail}" if tail else " and no stderr")
             )
         text = stdout.decode(errors="replace").strip()
+        if self.transcript_format is None:
+            return CompletionResponse(
+                text=text,
+                usage=TokenUsage(len(prompt.split()), len(text.split())),
+                finish_reason="stop",
+                model=self.config.model,
+            )
+        return self._from_transcript(prompt, text)
+
+    def _from_transcript(self, prompt: str, stdout: str) -> CompletionResponse:
+        """The answer and usage as the agent reported them; word counts only where it did not."""
+        assert self.transcript_format is not None
+        try:
+            transcript: Transcript = read_transcript(self.transcript_format, stdout)
+        except TranscriptError as exc:
+            raise self._error(
+                f"cannot read its {self.transcript_format} transcript: {exc}"
+            ) from None
+        usage = transcript.usage
         return CompletionResponse(
-            text=text,
-            usage=TokenUsage(len(prompt.split()), len(text.split())),
+            text=transcript.answer,
+            usage=TokenUsage(usage.input_tokens, usage.output_tokens)
+            if usage
+            else TokenUsage(len(prompt.split()), len(transcript.answer.split())),
             finish_reason="stop",
             model=self.config.model,
+            cost_usd=transcript.cost_usd,
+            transcript=transcript,
         )
 
     async def aclose(self) -> None:

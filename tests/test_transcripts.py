@@ -1,0 +1,403 @@
+"""Agent transcripts: the readers on recorded streams, their errors, and a real run that carries
+a transcript from a scripted CLI agent to a grader and into results.jsonl (docs/agents.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evalrun.transcripts import Transcript, TranscriptError, read_transcript
+from evalrun.transcripts.trajectory import Call, match_trajectory
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).parent / "data" / "transcripts"
+ANSWER = "Fixed: add() now returns a + b, and the test passes."
+RECORDED = {"claude-code": "claude-code.jsonl", "codex": "codex.jsonl", "jsonl": "evalrun.jsonl"}
+
+
+def recorded(fmt: str) -> Transcript:
+    return read_transcript(fmt, (DATA / RECORDED[fmt]).read_text())
+
+
+def test_claude_code_stream() -> None:
+    t = recorded("claude-code")
+    assert t.answer == ANSWER
+    assert [(c.name, c.id) for c in t.tool_calls] == [
+        ("Read", "toolu_01"),
+        ("Edit", "toolu_02"),
+        ("Bash", "toolu_03"),
+    ]
+    read, edit, bash = t.tool_calls
+    assert read.arguments == {"file_path": "/tmp/proj/calc.py"}
+    assert "return a - b" in read.result
+    assert edit.result == "The file /tmp/proj/calc.py has been updated."  # text blocks joined
+    assert bash.result == "1 passed in 0.01s" and not bash.is_error
+    # the result event's totals; input counts cache reads and writes (docs/agents.md)
+    assert t.usage is not None
+    assert (t.usage.input_tokens, t.usage.output_tokens, t.usage.cached_tokens) == (
+        20 + 1480 + 3930,
+        198,
+        3930,
+    )
+    assert (t.cost_usd, t.duration_ms) == (0.04213, 14210)
+    assert t.steps[0].text == "I'll read the module first."
+    assert t.steps[0].usage is not None and t.steps[0].usage.output_tokens == 58
+    assert [s.role for s in t.steps] == ["assistant"] * 4  # tool results join their calls
+
+
+def test_codex_stream() -> None:
+    t = recorded("codex")
+    assert t.answer == ANSWER
+    assert [c.name for c in t.tool_calls] == [
+        "command_execution",
+        "file_change",
+        "mcp:docs/search",
+        "command_execution",
+    ]
+    first, change, mcp, _ = t.tool_calls
+    assert first.arguments == {"command": "bash -lc 'cat calc.py'"}
+    assert first.result == "def add(a, b):\n    return a - b\n"
+    assert change.arguments == {"changes": [{"path": "/tmp/proj/calc.py", "kind": "update"}]}
+    assert mcp.arguments == {"query": "pytest quiet flag"} and not mcp.is_error
+    assert t.usage is not None and (t.usage.input_tokens, t.usage.cached_tokens) == (24763, 24448)
+    assert t.cost_usd is None  # codex reports no cost: never guessed
+
+
+def test_evalrun_jsonl_stream() -> None:
+    t = recorded("jsonl")
+    assert t.answer == ANSWER
+    assert [c.name for c in t.tool_calls] == ["read_file", "edit_file", "run"]
+    assert [c.duration_ms for c in t.tool_calls] == [3, 2, 640]
+    assert [s.duration_ms for s in t.steps] == [850, None, 920, None]
+    assert t.steps[0].cost_usd == 0.0051
+    assert (t.cost_usd, t.duration_ms) == (0.0189, 4120)
+
+
+def test_round_trip_through_the_results_form() -> None:
+    for fmt in RECORDED:
+        t = recorded(fmt)
+        assert Transcript.from_dict(json.loads(json.dumps(t.to_dict()))) == t
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "message"),
+    [
+        ("claude-code", '{"type":"system","subtype":"init"}\n{"type":"assistant",', "line 2: not JSON"),
+        ("claude-code", '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t"}]}}', "line 1: tool_use block without a name"),
+        ("claude-code", '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"x"}]}}', "line 1: tool_result for an unknown tool_use id 'x'"),
+        ("claude-code", '{"type":"result","subtype":"error_max_turns","is_error":true}', "line 1: the agent reported an error (error_max_turns)"),
+        ("claude-code", '{"type":"system","subtype":"init"}', "no final answer in the claude-code stream"),
+        ("codex", '{"type":"thread.started","thread_id":"t"}\n\n[1, 2]', "line 3: not a JSON object"),
+        ("codex", '{"type":"item.completed","item":{"id":"i"}}', "line 1: 'item.completed' event: item.type: Field required"),
+        ("codex", '{"type":"turn.failed","error":{"message":"stream disconnected"}}', "line 1: the agent reported an error: stream disconnected"),
+        ("codex", '{"type":"turn.completed","usage":{"input_tokens":1,"output_tokens":1}}', "no final answer in the codex stream"),
+        ("jsonl", '{"type":"message","text":"hi"}\n{"type":"thought","text":"x"}', "line 2: 'thought' event: type: Input should be"),
+        ("jsonl", '{"type":"tool_result","id":"c9","result":1}', "line 1: tool_result with no open tool_call (id 'c9')"),
+        ("jsonl", '{"type":"message","text":"x","duration_ms":-1}', "line 1: 'message' event: duration_ms: Input should be greater than or equal to 0"),
+        ("jsonl", '{"type":"tool_call","name":"a","arguments":{}}', "no final answer in the jsonl stream"),
+        ("jsonl", "", "no final answer in the jsonl stream"),
+    ],
+)  # fmt: skip
+def test_broken_streams_name_the_line(fmt: str, text: str, message: str) -> None:
+    with pytest.raises(TranscriptError) as caught:
+        read_transcript(fmt, text)
+    assert str(caught.value).startswith(message)
+
+
+def test_trace_in_agentv_shape() -> None:
+    t = recorded("jsonl")
+    trace = t.trace()
+    assert trace["tool_calls"] == {"read_file": 1, "edit_file": 1, "run": 1}
+    assert trace["error_count"] == 0
+    kinds = [e["type"] for e in trace["events"]]
+    assert kinds == [
+        "message",
+        *["tool_call", "tool_result"] * 3,
+        "final_response",
+    ]
+    assert trace["event_count"] == len(kinds)
+    assert [e["ordinal"] for e in trace["events"]] == list(range(len(kinds)))
+    assert trace["events"][2]["tool"] == {
+        "name": "read_file",
+        "call_id": "c1",
+        "output": "def add(a, b):\n    return a - b\n",
+        "status": "ok",
+    }
+    assert trace["messages"][-1] == {"role": "assistant", "content": ANSWER}
+    assert trace["token_usage"] == {"input": 3900, "output": 198}
+
+
+AGENT = ROOT / "tests" / "scripted_agent.py"
+
+#: A grader that reports what the payload carried, so the test reads it from results.jsonl.
+GRADER = textwrap.dedent(
+    """
+    import json, sys
+    p = json.load(sys.stdin)
+    trace = p["trace"]
+    calls = [c["tool"] for m in p["messages"] for c in m.get("tool_calls", [])]
+    print(json.dumps({"score": 1, "details": {
+        "output": p["output"], "calls": calls, "tool_counts": trace and trace["tool_calls"],
+        "events": trace and len(trace["events"]), "summary": p["trace_summary"],
+        "token_usage": p["token_usage"], "cost_usd": p["cost_usd"],
+        "duration_ms": p["duration_ms"]}}))
+    """
+)
+
+
+def _run(
+    tmp_path: Path, fmt: str | None, recording: Path, graders: str = ""
+) -> tuple[int, list[dict], str]:
+    (tmp_path / "grader.py").write_text(GRADER)
+    (tmp_path / "targets.yaml").write_text(
+        textwrap.dedent(
+            f"""
+            targets:
+              - name: agent
+                kind: cli
+                command: [{json.dumps(sys.executable)}, {json.dumps(str(AGENT))}, {json.dumps(str(recording))}]
+                {f"transcript: {fmt}" if fmt else ""}
+                max_retries: 0
+            """
+        )
+    )
+    (tmp_path / "agent.eval.yaml").write_text(
+        textwrap.dedent(
+            """
+            target: agent
+            tests:
+              - id: fix-add
+                input: Fix add() in calc.py and run the tests.
+                graders:
+                  - name: sees
+                    command: [python, grader.py]
+                  - name: answer
+                    type: contains
+                    value: a + b
+            """
+        )
+        + textwrap.indent(textwrap.dedent(graders), " " * 6)
+    )
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalrun", "run", str(tmp_path / "agent.eval.yaml"),
+         "--targets", str(tmp_path / "targets.yaml"), "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    lines = (out / "results.jsonl").read_text().splitlines() if out.exists() else []
+    return proc.returncode, [json.loads(line) for line in lines], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("fmt", list(RECORDED))
+def test_real_run_carries_the_transcript(tmp_path: Path, fmt: str) -> None:
+    code, results, log = _run(tmp_path, fmt, DATA / RECORDED[fmt])
+    assert code == 0, log
+    (case,) = results
+    assert case["output"] == ANSWER
+    expected = recorded(fmt)
+    assert Transcript.from_dict(case["transcript"]) == expected
+    seen = next(g for g in case["graders"] if g["name"] == "sees")["details"]
+    assert seen["output"] == ANSWER
+    assert seen["calls"] == [c.name for c in expected.tool_calls]
+    assert seen["tool_counts"] == expected.summary()["tool_calls"]
+    assert seen["events"] == len(expected.trace()["events"])
+    assert seen["summary"] == expected.summary()
+    assert seen["token_usage"] == (expected.usage.to_dict() if expected.usage else None)
+    assert (seen["cost_usd"], seen["duration_ms"]) == (expected.cost_usd, expected.duration_ms)
+    if expected.cost_usd is not None:
+        assert case["usage"]["target"]["cost_usd"] == expected.cost_usd
+    # the bundle reader and every report format read a bundle with transcripts
+    from evalrun.results.reader import read_results
+
+    (read,) = list(read_results(tmp_path / "run"))
+    assert read.transcript == case["transcript"]
+    for fmt_ in ("md", "html", "junit", "json"):
+        report = subprocess.run(
+            [sys.executable, "-m", "evalrun", "report", str(tmp_path / "run"), "--format", fmt_],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert report.returncode == 0, report.stdout + report.stderr
+
+
+def test_real_run_with_a_broken_stream_is_a_target_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.jsonl"
+    lines = (DATA / "claude-code.jsonl").read_text().splitlines()
+    broken.write_text("\n".join([*lines[:3], lines[3][:40], *lines[4:]]) + "\n")
+    code, results, log = _run(tmp_path, "claude-code", broken)
+    (case,) = results
+    assert case["status"] == "error"
+    assert case["output"] is None
+    assert "cannot read its claude-code transcript: line 4: not JSON" in case["error"], case
+    assert "transcript" not in case
+    assert code != 0, log
+
+
+def test_plain_text_is_not_a_transcript(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text(ANSWER + "\n")
+    _, results, _ = _run(tmp_path, "jsonl", plain)
+    assert results[0]["status"] == "error"
+    assert "cannot read its jsonl transcript: line 1: not JSON" in results[0]["error"]
+
+
+def test_plain_cli_target_has_no_transcript(tmp_path: Path) -> None:
+    """Without ``transcript:`` stdout stays the answer and the payload's trace fields are null."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text(ANSWER + "\n")
+    code, results, log = _run(tmp_path, None, plain)
+    assert code == 0, log
+    (case,) = results
+    assert case["output"] == ANSWER and "transcript" not in case
+    seen = next(g for g in case["graders"] if g["name"] == "sees")["details"]
+    assert seen["calls"] == [] and seen["tool_counts"] is None and seen["summary"] is None
+    assert (seen["token_usage"], seen["cost_usd"], seen["duration_ms"]) == (None, None, None)
+
+
+def test_trajectory_of_a_recorded_transcript() -> None:
+    """The matcher reads a transcript's calls: Claude Code's run read, edited, then tested."""
+    actual = [Call(c.name, c.arguments) for c in recorded("claude-code").tool_calls]
+    wanted = [
+        Call("Read", {"file_path": "/tmp/proj/calc.py"}),
+        Call("Bash", {"command": "python -m pytest -q"}),
+    ]
+    assert match_trajectory(wanted, actual, "in-order", "subset").passed
+    assert not match_trajectory(wanted[::-1], actual, "in-order", "subset").passed
+    assert match_trajectory(wanted[::-1], actual, "superset", "subset").passed
+    assert not match_trajectory(wanted, actual, "any-order", "ignore").passed
+    verdict = match_trajectory(wanted, actual, "exact", "ignore")
+    assert not verdict.passed and verdict.reason.startswith("call 2: expected Bash")
+
+
+def test_payload_with_a_transcript_fits_the_published_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from evalrun.launcher.payload import build_payload
+    from evalrun.spec.models import GraderSpec, TestCase
+
+    schema = json.loads((ROOT / "docs" / "schemas" / "grader-input.schema.json").read_text())
+    case = TestCase.model_validate({"id": "c", "input": "Fix add()."})
+    grader = GraderSpec.model_validate({"name": "g", "command": ["python", "g.py"]})
+    for fmt in RECORDED:
+        t = recorded(fmt)
+        payload = build_payload(case, grader, t.answer, 0, t)
+        jsonschema.validate(payload, schema)
+        assert payload["messages"][0] == {"role": "user", "content": "Fix add()."}
+        assert payload["messages"][1:] == t.messages()
+    plain = build_payload(case, grader, ANSWER)
+    jsonschema.validate(plain, schema)
+    assert plain["trace"] is None and plain["messages"][-1]["content"] == ANSWER
+
+
+TRAJECTORY_GRADERS = """
+- name: read-then-test
+  type: tool-trajectory
+  config:
+    mode: in-order
+    args: subset
+    expected:
+      - {tool: Read, args: {file_path: /tmp/proj/calc.py}}
+      - {tool: Bash, args: {command: python -m pytest -q}}
+- name: test-then-read
+  type: tool-trajectory
+  config:
+    mode: in-order
+    args: subset
+    expected:
+      - {tool: Bash}
+      - {tool: Read}
+- name: exactly
+  type: tool-trajectory
+  config: {mode: exact, args: ignore, expected: [{tool: Read}, {tool: Edit}, {tool: Bash}]}
+"""
+
+
+def test_tool_trajectory_grader_in_a_real_run(tmp_path: Path) -> None:
+    code, results, log = _run(
+        tmp_path, "claude-code", DATA / "claude-code.jsonl", TRAJECTORY_GRADERS
+    )
+    (case,) = results
+    by_name = {g["name"]: g for g in case["graders"]}
+    assert by_name["read-then-test"]["status"] == "passed", by_name
+    assert by_name["exactly"]["status"] == "passed"
+    failed = by_name["test-then-read"]
+    assert failed["status"] == "failed" and failed["score"] == 0
+    assert failed["reason"] == "in-order: missing Read"
+    assert case["status"] == "failed" and code != 0, log
+
+
+def test_tool_trajectory_without_a_transcript_is_an_error(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text(ANSWER + "\n")
+    _, results, _ = _run(tmp_path, None, plain, TRAJECTORY_GRADERS)
+    graders = {g["name"]: g for g in results[0]["graders"]}
+    assert graders["exactly"]["status"] == "error"
+    assert "needs the agent's transcript" in graders["exactly"]["reason"]
+
+
+def test_tool_trajectory_check_refuses_a_config_it_cannot_read() -> None:
+    from evalrun.launcher.deterministic import run_deterministic
+    from evalrun.spec.models import GraderSpec
+
+    t = recorded("jsonl")
+    for config, message in [
+        ({"mode": "strict", "expected": []}, "tool-trajectory: mode must be one of"),
+        ({"args": "superset", "expected": []}, "tool-trajectory: mode must be one of"),
+        (
+            {"expected": [{"args": {}}]},
+            "tool-trajectory: config.expected must be a list of {tool, args?}",
+        ),
+        ({}, "tool-trajectory: config.expected must be a list of {tool, args?}"),
+    ]:
+        spec = GraderSpec.model_validate({"type": "tool-trajectory", "config": config})
+        result = run_deterministic(spec, t.answer, t)
+        assert result.status == "error" and result.reason.startswith(message), result
+    spec = GraderSpec.model_validate(
+        {"type": "tool-trajectory", "config": {"mode": "any-order", "expected": [{"tool": "run"}]}}
+    )
+    result = run_deterministic(spec, t.answer, t)
+    assert result.status == "failed"
+    assert result.reason.startswith("any-order: missing run; unexpected read_file(")
+
+
+def test_trajectory_modes_by_hand() -> None:
+    a, b, c = Call("a", {"x": 1}), Call("b", {"y": 2}), Call("c")
+    actual = [a, b, c]
+    assert match_trajectory([a, c], actual, "in-order").passed
+    assert not match_trajectory([c, a], actual, "in-order").passed
+    assert match_trajectory([c, a], actual, "superset").passed
+    assert not match_trajectory([c, a], actual, "any-order").passed
+    assert match_trajectory([c, b, a], actual, "any-order").passed
+    assert match_trajectory([a, b, c, Call("d")], actual, "subset").passed
+    assert not match_trajectory([a, b], actual, "subset").passed
+    assert match_trajectory([Call("a", {})], [a], "exact", "subset").passed
+    assert not match_trajectory([Call("a", {})], [a], "exact", "exact").passed
+    assert match_trajectory([Call("a", "q")], [Call("a", "q")], "exact", "subset").passed
+    assert not match_trajectory([Call("a", "q")], [Call("a", "r")], "exact", "subset").passed
+    verdict = match_trajectory([a, Call("z")], actual, "superset")
+    assert (verdict.missing, verdict.unexpected) == ([1], [])
+    assert verdict.reason == "superset: missing z"
+
+
+def test_trace_fits_agentv_trace_schema() -> None:
+    """AgentV graders check ``trace`` against its TraceSchema (read from AgentV's source into
+    tests/data/transcripts/agentv-trace.schema.json); the whole payload against its input."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from evalrun.launcher.payload import build_payload
+    from evalrun.spec.models import GraderSpec, TestCase
+
+    trace_schema = json.loads((DATA / "agentv-trace.schema.json").read_text())
+    agentv_input = json.loads((ROOT / "tests/data/agentv/grader-input.schema.json").read_text())
+    case = TestCase.model_validate({"id": "c", "input": "Fix add()."})
+    grader = GraderSpec.model_validate({"name": "g", "command": ["python", "g.py"]})
+    for fmt in RECORDED:
+        t = recorded(fmt)
+        payload = build_payload(case, grader, t.answer, 0, t)
+        jsonschema.validate(payload["trace"], trace_schema)
+        jsonschema.validate(payload, agentv_input)
+    broken = {**recorded("jsonl").trace(), "events": [{"event_id": "e0", "type": "step"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, trace_schema)

@@ -146,8 +146,15 @@ def _tool_trajectory(
     spec: GraderSpec, output: str, transcript: Transcript | None
 ) -> tuple[bool, str]:
     """The agent's tool calls against ``config.expected`` (docs/agents.md, "Tool trajectories")."""
+    if transcript is None:  # said first: without one no config could make the check run
+        raise ValueError(
+            "tool-trajectory needs the agent's transcript (a cli target's transcript:): it "
+            "needs a transcript this target gives none of"
+        )
     config = spec.config
-    mode, args = config.get("mode", "exact"), config.get("args", "exact")
+    # AgentV spells the modes with underscores (any_order); evalrun with hyphens
+    mode = str(config.get("mode", "exact")).replace("_", "-")
+    args = str(config.get("args", "exact")).replace("_", "-")
     if mode not in MODES or args not in ARGS_MODES:
         raise ValueError(
             f"tool-trajectory: mode must be one of {', '.join(MODES)} and args one of "
@@ -158,10 +165,6 @@ def _tool_trajectory(
         isinstance(c, dict) and isinstance(c.get("tool"), str) for c in expected
     ):
         raise ValueError("tool-trajectory: config.expected must be a list of {tool, args?}")
-    if transcript is None:
-        raise ValueError(
-            "tool-trajectory needs the agent's transcript (a cli target's transcript:)"
-        )
     verdict = match_trajectory(
         [Call(c["tool"], c.get("args")) for c in expected],
         [Call(c.name, c.arguments) for c in transcript.tool_calls],

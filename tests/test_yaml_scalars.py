@@ -58,6 +58,23 @@ def test_ids_001_and_1e3_keep_the_text_written(tmp_path: Path) -> None:
     assert [case.id for case in load_eval(path).tests] == ["001", "1e3"]
 
 
+def test_agentv_ids_001_and_1e3_keep_the_text_written(tmp_path: Path) -> None:
+    """AgentV's current format maps its tests before they are validated; a one-prompt file keeps
+    the id as typed, and says it was unquoted."""
+    path = tmp_path / "agentv.eval.yaml"
+    path.write_text(
+        "providers: mock\n"
+        'prompts: ["{{ q }}"]\n'
+        "tests:\n"
+        "  - {id: 001, vars: {q: hi}, assert: [{type: contains, value: x}]}\n"
+        "  - {id: 1e3, vars: {q: hi}, assert: [{type: contains, value: x}]}\n",
+        encoding="utf-8",
+    )
+    loaded = load_eval(path)
+    assert [case.id for case in loaded.tests] == ["001", "1e3"]
+    assert [w.split(": ")[1] for w in loaded.warnings] == ["tests[0].id", "tests[1].id"]
+
+
 def test_text_fields_keep_numbers_and_booleans_as_written(tmp_path: Path) -> None:
     path = tmp_path / "t.eval.yaml"
     path.write_text(

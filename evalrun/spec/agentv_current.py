@@ -322,8 +322,11 @@ def _map_test(
     handled = {"id", "vars", "assert", "metadata", "description", "threshold"}
     # evalrun's own keys (input_files, output, criteria, ...) pass; unknown ones fail validation.
     case: dict[str, Any] = {k: v for k, v in test.items() if k not in handled}
-    base_id = str(test.get("id") or f"test-{old[1] + 1}")
-    case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else base_id
+    written = test.get("id")
+    base_id = str(written or f"test-{old[1] + 1}")
+    # one prompt: the id as read, so a plain `id: 001` is put back as written when the case is
+    # validated (docs/eval-files.md, "YAML values"); several: the prompt's id is joined to it
+    case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else written or base_id
     if prompt is not None and "input" not in case:
         case["input"] = _render_prompt(m, prompt, vars_, prompt.path, base_id)
         m.copy_lines(

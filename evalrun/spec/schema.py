@@ -47,8 +47,9 @@ _PROMPT = {
     ]
 }
 #: Graders whose AgentV options are kept in ``config`` (agentv_extras.py): the kinds that load
-#: but cannot run here, and AgentV's script graders, whose unknown keys AgentV passes through.
-_OPEN_TYPES = [t for k in types("unsupported") for t in (k, f"not-{k}")]
+#: but cannot run here, tool-trajectory (its check reads them there), and AgentV's script
+#: graders, whose unknown keys AgentV passes through.
+_OPEN_TYPES = [t for k in [*types("unsupported"), "tool-trajectory"] for t in (k, f"not-{k}")]
 _OPEN_GRADER = {
     "type": "object",
     "required": ["type"],

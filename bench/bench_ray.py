@@ -70,7 +70,8 @@ def main(cases: int, workers: int) -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     head = subprocess.Popen(
-        [str(Path(sys.executable).with_name("ray")), "start", "--head", "--block", "--num-cpus", "2",
+        # Ray's CLI by module: a venv made with --system-site-packages has no `ray` script
+        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--num-cpus", "2",
          "--port", str(port), "--include-dashboard", "false", "--disable-usage-stats"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip

@@ -30,14 +30,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Runs in the child: the CLI, with the run command's report writing timed (reading the bundle
-#: for the reports, then writing them; every checkout has this ``_write_reports``).
+#: for the reports, then writing them: ``_write_reports`` of the run's core, or of the command in
+#: a checkout from before the core moved to ``evalrun/session.py``).
 CHILD = """
 import json, resource, sys, time
 t0 = time.monotonic()
 import evalrun.reporters
 import evalrun.commands.run as run_command
+try:  # the run's core moved out of the command (evalrun/session.py); older checkouts lack it
+    import evalrun.session as run_core
+except ImportError:
+    run_core = run_command
 spent, spent_cpu = [], []
-original = run_command._write_reports
+original = run_core._write_reports
 
 def timed(*args, **kwargs):
     start, start_cpu = time.monotonic(), time.process_time()
@@ -47,7 +52,7 @@ def timed(*args, **kwargs):
         spent.append(time.monotonic() - start)
         spent_cpu.append(time.process_time() - start_cpu)
 
-run_command._write_reports = timed
+run_core._write_reports = timed
 from evalrun.cli import main
 try:
     main(sys.argv[1:])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.spec.agentv import rename_key
-from evalrun.spec.kinds import ALIASES, KINDS
+from evalrun.spec.kinds import ALIASES, CONFIG_OPTIONS, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
 
@@ -334,13 +334,8 @@ def normalize_grader(
                 children, (*path, "graders"), lines, agentv=agentv, in_set=True
             )
     runs = KINDS[ALIASES.get(kind, kind)].runs if _known(kind) else None
-    # AgentV's own options of a grader evalrun cannot run, or reads from config (tool-trajectory)
-    if (
-        runs == "unsupported"
-        or in_set
-        or (agentv and runs == "command")
-        or kind == "tool-trajectory"
-    ):
+    # AgentV's own options of a grader evalrun cannot run, or reads from its config
+    if runs == "unsupported" or in_set or (agentv and runs == "command") or kind in CONFIG_OPTIONS:
         _options_to_config(grader, path, lines, keep_target=not in_set)
 
 

@@ -99,6 +99,9 @@ KINDS: dict[str, GraderKind] = {
 
 #: Other spellings of a type (``_`` for ``-`` is accepted everywhere).
 ALIASES = {"code-grader": "script", "code-judge": "script", "composite": "assert-set"}
+#: checks that read their options from ``config``: an AgentV file's own keys on them go there
+#: (docs/eval-files.md, "AgentV files"), like those of the ``unsupported`` kinds
+CONFIG_OPTIONS = ("tool-trajectory",)
 
 
 def normalize_type(value: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from evalrun.spec.kinds import types
+from evalrun.spec.kinds import CONFIG_OPTIONS, types
 from evalrun.spec.models import EvalFile
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -47,9 +47,9 @@ _PROMPT = {
     ]
 }
 #: Graders whose AgentV options are kept in ``config`` (agentv_extras.py): the kinds that load
-#: but cannot run here, tool-trajectory (its check reads them there), and AgentV's script
+#: but cannot run here, the checks that read them there (``CONFIG_OPTIONS``), and AgentV's script
 #: graders, whose unknown keys AgentV passes through.
-_OPEN_TYPES = [t for k in [*types("unsupported"), "tool-trajectory"] for t in (k, f"not-{k}")]
+_OPEN_TYPES = [t for k in [*types("unsupported"), *CONFIG_OPTIONS] for t in (k, f"not-{k}")]
 _OPEN_GRADER = {
     "type": "object",
     "required": ["type"],

@@ -53,11 +53,12 @@ RUNNER_ONLY = """
 import asyncio, sys
 from pathlib import Path
 from evalrun.runner.options import RunOptions
+from evalrun.runner.plan import plan_run
 from evalrun.runner.runner import EvalRun
 from evalrun.spec.loader import load_eval
 
 options = RunOptions(out=Path(sys.argv[2]), workers=int(sys.argv[3]), quiet=True)
-asyncio.run(EvalRun(load_eval(Path(sys.argv[1])), options).run())
+asyncio.run(EvalRun(plan_run(load_eval(Path(sys.argv[1])), options)).run())
 """
 
 PAYLOAD = json.dumps(

@@ -55,7 +55,7 @@ class RunOutcome:
     def read(cls, bundle: Path, exit_code: int, notes: list[str]) -> RunOutcome:
         cases = read_cases(bundle)
         stats = compute_stats(cases)
-        return cls(bundle, exit_code, dict(stats.counts), stats.mean_score, cases, notes)
+        return cls(bundle, exit_code, stats.counts.to_dict(), stats.mean_score, cases, notes)
 
 
 def read_cases(bundle: Path) -> list[CaseResult]:
@@ -89,7 +89,7 @@ def run(
         prepared = prepare(loaded, settings, notes.append)
     except NothingToRun as exc:
         notes.append(str(exc))
-        return RunOutcome(None, 0, dict(compute_stats([]).counts), None, [], notes)
+        return RunOutcome(None, 0, compute_stats([]).counts.to_dict(), None, [], notes)
     finished = execute(prepared, notes.append)
     exit_code = write_reports(finished, prepared.options.report_formats, notes.append)
     return RunOutcome.read(finished.out, exit_code, notes)

@@ -150,6 +150,7 @@ def load_problem(exc: EvalFileError) -> str:
 
 def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
     """Check everything and claim the bundle folder (EvalError: nothing ran)."""
+    from evalrun.runner.plan import plan_run
     from evalrun.runner.runner import EvalRun
 
     try:
@@ -199,8 +200,9 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")
-        run = EvalRun(loaded, options)
-        say_warnings(run.pool.file.warnings, say)
+        plan = plan_run(loaded, options)
+        say_warnings(plan.pool.file.warnings, say)
+        run = EvalRun(plan)
         writer = run.open_bundle()
     except PreflightError as exc:
         raise EvalError(
@@ -210,13 +212,13 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
         raise EvalError([load_problem(exc)]) from None
     except (ConfigError, SourceError, BundleError, ValueError) as exc:
         raise EvalError([str(exc)]) from None
-    if not run.cases:  # an empty shard is not an error (docs/github-actions.md)
+    if not plan.cases:  # an empty shard is not an error (docs/github-actions.md)
         say(
             f"shard {settings.shard} selects none of the {len(loaded.tests)} cases: "
             "writing an empty bundle (exit 0)"
         )
-    if run.sandbox.notice and not settings.quiet:
-        say(f"note: {run.sandbox.notice}")
+    if plan.sandbox.notice and not settings.quiet:
+        say(f"note: {plan.sandbox.notice}")
     if (writes := bytecode.notice(os.environ)) and not settings.quiet:
         say(f"note: {writes}")
     return Prepared(run, writer, options, settings)
@@ -230,7 +232,7 @@ def problems_line(problems: list[str], what: str) -> str:
 def execute(prepared: Prepared, say: Say) -> Finished:
     """Grade every case into the bundle (EvalError when the executor could not start)."""
     options, writer = prepared.options, prepared.writer
-    drafts = _report_drafts(options, writer, len(prepared.run.cases))
+    drafts = _report_drafts(options, writer, len(prepared.run.plan.cases))
     try:
         outcome = asyncio.run(prepared.run.run(writer, drafts.add if drafts else None))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written

@@ -8,7 +8,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalrun.results.models import CaseResult, GraderResult, ProxyUsage
+from evalrun.results.models import (
+    CaseResult,
+    CaseTimings,
+    CaseUsage,
+    GraderResult,
+    ProxyUsage,
+    TargetUsage,
+)
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import RunMeta, summarize
 
@@ -55,8 +62,8 @@ def case(
         target="mock",
         error=error,
         repeat=repeat,
-        timings={"total_ms": total_ms},
-        usage={"target": {"input_tokens": 10, "output_tokens": 5}},
+        timings=CaseTimings(total_ms=total_ms),
+        usage=CaseUsage(target=TargetUsage(input=10, output=5, total=15)),
     )
 
 

@@ -65,7 +65,7 @@ def test_reports_merge_and_compare_read_the_same_results(tmp_path: Path) -> None
     run, ids = _damaged_bundle(tmp_path / "run")
     view = load_bundle(run)
     assert sorted(c.id for c in view.cases) == ids
-    assert view.stats.counts["total"] == len(ids) and view.stats.counts["failed"] == 1
+    assert view.stats.counts.total == len(ids) and view.stats.counts.failed == 1
     assert view.judge_stats["count"] == 1
     merged = merge_bundles([run], tmp_path / "merged")
     assert [c.id for c in reader.read_results(merged.out_dir)] == ids
@@ -80,7 +80,7 @@ def test_the_last_line_of_a_case_wins(tmp_path: Path) -> None:
     again = case("a", [grader("g", 0.9)])
     run = write_bundle(tmp_path / "run", [first, case("b", [grader("g", 0.8)]), again])
     scan = scan_results(run, by_case=False)
-    assert scan.stats.build().counts == {
+    assert scan.stats.build().counts.to_dict() == {
         "passed": 2,
         "failed": 0,
         "error": 0,

@@ -284,7 +284,7 @@ def test_ray_is_named_when_it_is_not_installed(
 ) -> None:
     """The default install has no Ray: the run says what to install before anything starts."""
     from evalrun.runner.options import RunOptions
-    from evalrun.runner.runner import EvalRun
+    from evalrun.runner.plan import plan_run
     from evalrun.spec.loader import load_eval
     from evalrun.targets import ConfigError
 
@@ -294,7 +294,7 @@ def test_ray_is_named_when_it_is_not_installed(
     )
     loaded = load_eval(ROOT / "evals" / "polyglot" / "polyglot.eval.yaml")
     with pytest.raises(ConfigError, match=r"pip install 'ray>=2\.40'"):
-        EvalRun(loaded, RunOptions(out=tmp_path / "o", executor="ray"))
+        plan_run(loaded, RunOptions(out=tmp_path / "o", executor="ray"))
 
 
 def test_a_worker_without_the_key_stops_the_run_before_any_case(

@@ -157,6 +157,7 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
     tmp_path: Path,
 ) -> None:
     from evalrun.runner.options import RunOptions
+    from evalrun.runner.plan import plan_run
     from evalrun.runner.runner import EvalRun
     from evalrun.session import _write_reports
     from evalrun.spec.loader import load_eval
@@ -164,7 +165,7 @@ def test_a_run_drafts_every_case_and_writes_the_reports_evalrun_report_writes(
     out = tmp_path / "run"
     options = RunOptions(out=out, target="mock", workers=2, quiet=True, sandbox="none")
     drafts = report_drafts(options.report_formats)
-    run = EvalRun(load_eval(ROOT / "evals" / "contextual-precision.eval.yaml"), options)
+    run = EvalRun(plan_run(load_eval(ROOT / "evals" / "contextual-precision.eval.yaml"), options))
     outcome = asyncio.run(run.run(on_record=drafts.add))
     assert not drafts.broken
     view = load_bundle(out, scan=outcome.scan, calls=drafts.calls)

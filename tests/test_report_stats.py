@@ -171,7 +171,7 @@ def test_summarize_counts_means_and_graders() -> None:
     assert precision["mean"] == pytest.approx((0.9 + 0.2 + 0.7 + 0.55) / 4)
     assert summary["repeat"] == 1 and "repeat_stats" not in summary
     assert summary["usage"]["judge"]["calls"] == 2
-    assert summary["usage"]["target"]["input_tokens"] == 70
+    assert summary["usage"]["target"]["input"] == 70
 
 
 def test_last_result_for_a_case_wins() -> None:
@@ -240,7 +240,7 @@ def test_a_bundle_read_back_drops_superseded_lines_and_orders_problems_first(tmp
         c.line = lines[c.id]
     cases = [first, *others, again]
     view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
-    assert view.stats.counts["total"] == 4
+    assert view.stats.counts.total == 4
     assert view.stats.to_dict() == compute_stats(cases).to_dict()
     assert [c.id for c in view.cases] == ["d", "c", "b", "a"]  # d failed; the rest by line
     assert next(c for c in view.cases if c.id == "b").score == 0.9
@@ -254,7 +254,7 @@ def test_a_bundle_without_a_summary_still_finds_its_repeats(tmp_path) -> None:
     cases = random_cases(["x", "y"], repeats=3)
     view = load_bundle(write_bundle(tmp_path / "run", cases, summary=False))
     assert view.repeats is not None and set(view.repeats.cases) == {"x", "y"}
-    assert view.stats.case_count == 2 and view.stats.counts["total"] == 6
+    assert view.stats.case_count == 2 and view.stats.counts.total == 6
 
 
 def test_the_run_prints_both_intervals_on_its_last_line(tmp_path) -> None:

@@ -79,10 +79,11 @@ def calibrate(
             stores=StoreOptions(cache_dir=None if no_cache else Path(".evalrun/cache")),
             quiet=True,
         )
+        from evalrun.runner.plan import plan_run
         from evalrun.runner.runner import EvalRun
 
         try:
-            run = EvalRun(loaded, options)
+            run = EvalRun(plan_run(loaded, options))
         except PreflightError as exc:
             typer.echo("\n".join(exc.problems), err=True)
             raise typer.Exit(ExitCode.USAGE) from None

@@ -139,7 +139,7 @@ class BundleView:
     @property
     def compact(self) -> bool:
         """Whether passed cases are shown compactly (a run of more than DETAIL_LIMIT results)."""
-        return self.stats.counts["total"] > DETAIL_LIMIT
+        return self.stats.counts.total > DETAIL_LIMIT
 
     @property
     def graders(self) -> dict[str, GraderStats]:
@@ -155,7 +155,7 @@ class BundleView:
 
     @property
     def failure_count(self) -> int:
-        return self.stats.counts["failed"] + self.stats.counts["error"]
+        return self.stats.counts.failed + self.stats.counts.error
 
     @property
     def failures(self) -> Iterator[CaseResult]:
@@ -225,14 +225,13 @@ def load_bundle(
 def case_duration_s(case: CaseResult) -> float | None:
     """Wall time of the case (``total_ms``, what the runner records), else the sum of its
     graders' durations and the target's time."""
-    timings = case.timings or {}
-    if _is_number(timings.get("total_ms")):
-        return float(timings["total_ms"]) / 1000.0
+    total, target = case.timings.total_ms, case.timings.target_ms
+    if total is not None:
+        return float(total) / 1000.0
     graders = [g.duration_ms for g in case.graders if _is_number(g.duration_ms)]
-    target = timings.get("target_ms")
-    if not graders and not _is_number(target):
+    if not graders and target is None:
         return None
-    return (sum(graders) + (float(target) if _is_number(target) else 0.0)) / 1000.0
+    return (sum(graders) + (float(target) if target is not None else 0.0)) / 1000.0
 
 
 def grader_problem(grader: GraderResult) -> str | None:

@@ -98,15 +98,15 @@ def _verdict(view: BundleView) -> tuple[str, str]:
     """(css class, sentence) answering "did it pass?" from the exit code, else the counts."""
     counts = view.stats.counts
     code = view.meta.exit_code
-    problems = [f"{counts[s]} {s}" for s in ("error", "failed", "unscored") if counts.get(s)]
-    of = f"{counts['total']} result(s)"
+    problems = [f"{counts.of(s)} {s}" for s in ("error", "failed", "unscored") if counts.of(s)]
+    of = f"{counts.total} result(s)"
     if view.meta.interrupted:
         return "error", f"Interrupted: {', '.join(problems) or 'no problems'} of {of}"
     if code == 0 or (code is None and not problems):
-        return "passed", f"Passed: {counts['passed']} of {of} passed"
+        return "passed", f"Passed: {counts.passed} of {of} passed"
     if not problems:
         return "failed", f"Failed: the suite's mean score is below the threshold ({of})"
-    return ("error" if counts["error"] else "failed"), f"Failed: {', '.join(problems)} of {of}"
+    return ("error" if counts.error else "failed"), f"Failed: {', '.join(problems)} of {of}"
 
 
 def _header(view: BundleView) -> str:
@@ -149,11 +149,11 @@ def _breakable(text: str) -> str:
 
 def _cards(view: BundleView) -> str:
     counts = view.stats.counts
-    cards = [f'<div class="card"><b>{counts["total"]}</b><span>results</span></div>']
+    cards = [f'<div class="card"><b>{counts.total}</b><span>results</span></div>']
     for status in STATUSES:
         cards.append(
             f'<button type="button" class="card {status}" data-filter-status="{status}">'
-            f"<b>{counts.get(status, 0)}</b><span>{status}</span></button>"
+            f"<b>{counts.of(status)}</b><span>{status}</span></button>"
         )
     run = view.stats
     cards.append(_value_card(fmt.score(run.mean_score), run.mean_score_ci, fmt.score, "mean score"))
@@ -189,7 +189,7 @@ def count_ticks(peak: int, most: int = 5) -> list[int]:
 def _histogram(view: BundleView) -> str:
     """Stacked bars of case scores in tenths, coloured by status, with the mean marked."""
     bins = view.stats.score_bins
-    unscored = view.stats.counts["total"] - sum(sum(b.values()) for b in bins)
+    unscored = view.stats.counts.total - sum(sum(b.values()) for b in bins)
     width, height, left, right, top, bottom = 640, 240, 40, 12, 16, 34
     plot_w, plot_h = width - left - right, height - top - bottom
     ticks = count_ticks(max([sum(b.values()) for b in bins] + [1]))
@@ -453,7 +453,7 @@ def _case_detail(view: CaseView, case: CaseResult) -> str:
     parts.append(_case_repeat(view, case))
     if case.output is not None:
         parts.append(f"<h4>Output</h4>{_pre(case.output, 'output')}")
-    timings = {k: v for k, v in (case.timings or {}).items() if v is not None}
+    timings = case.timings.to_dict()
     if timings or case.target:
         facts = [f"target {case.target}"] if case.target else []
         facts += [f"{k} {v}" for k, v in timings.items()]
@@ -543,7 +543,7 @@ def _compact_row(case: CaseResult) -> str:
 
 def _case_section_head(view: BundleView) -> str:
     options = '<option value="">all statuses</option>' + "".join(
-        f'<option value="{s}">{s} ({view.stats.counts.get(s, 0)})</option>' for s in STATUSES
+        f'<option value="{s}">{s} ({view.stats.counts.of(s)})</option>' for s in STATUSES
     )
     header = "".join(
         [

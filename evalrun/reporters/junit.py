@@ -128,10 +128,10 @@ def _skeleton(view: BundleView) -> ET.Element:
         total_time = sum(case_duration_s(c) or 0.0 for c in view.cases)
     suite_attrs = {
         "name": _clean(view.title),
-        "tests": str(counts["total"]),
-        "failures": str(counts["failed"]),
-        "errors": str(counts["error"]),
-        "skipped": str(counts["unscored"]),
+        "tests": str(counts.total),
+        "failures": str(counts.failed),
+        "errors": str(counts.error),
+        "skipped": str(counts.unscored),
         "time": _time(total_time),
         "timestamp": _timestamp(view.meta.started_at),
         "hostname": _clean(socket.gethostname() or "localhost"),

@@ -84,11 +84,11 @@ def _summary_lines(view: BundleView) -> list[str]:
     c = view.stats.counts
     row = [
         str(view.stats.case_count),
-        str(c["total"]),
-        str(c["passed"]),
-        str(c["failed"]),
-        str(c["error"]),
-        str(c["unscored"]),
+        str(c.total),
+        str(c.passed),
+        str(c.failed),
+        str(c.error),
+        str(c.unscored),
         fmt.interval(fmt.score(view.stats.mean_score), view.stats.mean_score_ci, fmt.score),
         fmt.interval(fmt.percent(view.stats.pass_rate), view.stats.pass_rate_ci, fmt.percent),
     ]
@@ -278,7 +278,7 @@ class Writer:
         max_failures: int | None = None,
     ) -> None:
         self.view, self.doc = view, _Joined(out)
-        self.details = details and bool(view.stats.counts["total"])
+        self.details = details and bool(view.stats.counts.total)
         self.max_failures = max_failures
         self.reads_passed = self.details and not view.compact
         self.started = False
@@ -300,7 +300,7 @@ class Writer:
             self.doc.add(pieces)
 
     def tail(self) -> None:
-        passed = self.view.stats.counts["passed"]
+        passed = self.view.stats.counts.passed
         if self.details and not self.reads_passed and passed:
             self.doc.add(
                 [

@@ -14,7 +14,7 @@ from pydantic_core import from_json
 
 from evalrun.judgecall import JudgeCall
 from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
-from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, CaseTimings, GraderResult
 from evalrun.results.summary import RunMeta
 
 T = TypeVar("T")
@@ -38,7 +38,7 @@ def _brief_result(data: Any) -> CaseResult:
         score=data.get("score"),
         output=data.get("output"),
         repeat=data.get("repeat") or 0,
-        timings=data.get("timings") or {},
+        timings=CaseTimings.from_dict(data.get("timings")),
         line=data.get("line"),
         graders=[
             GraderResult(

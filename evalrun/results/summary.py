@@ -11,6 +11,7 @@ itself (names, times, state) is a :class:`RunMeta`.
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from evalrun.results import stats
-from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, GraderResult, Status
 
 DEFAULT_UNSTABLE_BOUND = 0.15
 
@@ -328,12 +329,36 @@ def repeat_stats(
 SCORE_BINS = 10
 
 
+@dataclass(slots=True)
+class Counts:
+    """Result lines by status, and in all (``counts`` in summary.json, docs/results.md)."""
+
+    passed: int = 0
+    failed: int = 0
+    error: int = 0
+    unscored: int = 0
+    total: int = 0
+
+    def of(self, status: Status) -> int:
+        return int(getattr(self, status))
+
+    def add(self, status: Status) -> None:
+        setattr(self, status, getattr(self, status) + 1)
+        self.total += 1
+
+    def to_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in _COUNT_KEYS}
+
+
+_COUNT_KEYS = (*STATUSES, "total")
+
+
 @dataclass
 class RunStats:
     """Numbers only: counts, scores and per-grader spreads, never the results themselves, so
     memory stays flat however many cases a run has (docs/performance.md)."""
 
-    counts: dict[str, int]
+    counts: Counts
     case_count: int
     scores: Sequence[float]
     graders: dict[str, GraderStats]
@@ -354,13 +379,13 @@ class RunStats:
 
     @property
     def pass_rate(self) -> float | None:
-        total = self.counts["total"]
-        return self.counts["passed"] / total if total else None
+        total = self.counts.total
+        return self.counts.passed / total if total else None
 
     @property
     def pass_rate_ci(self) -> tuple[float, float] | None:
         """95% Wilson score interval of the pass rate (docs/results.md#intervals)."""
-        return stats.wilson_interval(self.counts["passed"], self.counts["total"])
+        return stats.wilson_interval(self.counts.passed, self.counts.total)
 
     @cached_property
     def mean_score_ci(self) -> tuple[float, float] | None:
@@ -371,7 +396,7 @@ class RunStats:
     def to_dict(self) -> dict[str, Any]:
         """The statistics block shared by summary.json and report.json."""
         return {
-            "counts": self.counts,
+            "counts": self.counts.to_dict(),
             "cases": self.case_count,
             "mean_score": self.mean_score,
             "mean_score_ci": _pair(self.mean_score_ci),
@@ -403,8 +428,7 @@ class StatsBuilder:
     """
 
     def __init__(self, *, by_case: bool = False) -> None:
-        self.counts: dict[str, int] = dict.fromkeys(STATUSES, 0)
-        self.total = 0
+        self.counts = Counts()
         self.scores = array("d")
         self.graders: dict[str, GraderStats] = {}
         self.judge: dict[str, float] = {}
@@ -416,11 +440,14 @@ class StatsBuilder:
         self.saw_repeats = False
         self._built: tuple[int, float, RunStats] | None = None
 
+    @property
+    def total(self) -> int:
+        return self.counts.total
+
     def add(self, case: CaseResult) -> None:
         """One result: a :class:`CaseResult` (full or slim)."""
         status, score, repeat = case.status, case.score, int(case.repeat or 0)
-        self.total += 1
-        self.counts[status] = self.counts.get(status, 0) + 1
+        self.counts.add(status)
         if repeat > self.max_repeat:
             self.max_repeat = repeat
             self.saw_repeats = not self.by_case
@@ -428,9 +455,8 @@ class StatsBuilder:
             self.scores.append(float(score))
             index = min(SCORE_BINS - 1, max(0, int(float(score) * SCORE_BINS)))
             self.bins[index][status if status in STATUSES else "error"] += 1
-        if case.usage:
-            target = case.usage.get("target")
-            _add_numbers(self.target, target if isinstance(target, dict) else case.usage)
+        if case.usage.target is not None:
+            _add_numbers(self.target, case.usage.target.to_dict())
         for grader in case.graders:
             gs = self.graders.get(grader.name)
             if gs is None:
@@ -461,8 +487,7 @@ class StatsBuilder:
         and its reports compute the score interval once."""
         if self._built is not None and self._built[:2] == (self.total, unstable_bound):
             return self._built[2]
-        counts: dict[str, int] = dict(self.counts)
-        counts["total"] = self.total
+        counts = dataclasses.replace(self.counts)
         judge = dict(self.judge)
         judge.pop("max_calls", None)
         repeats = repeat_stats(self._grouped, bound=unstable_bound) if self.by_case else None

@@ -2,7 +2,8 @@
 
 The driver (this process) keeps everything a local run keeps: case selection, the bundle,
 progress, Ctrl-C, the summary and the exit code. Each case is graded by a ``GraderWorker`` actor
-somewhere on the cluster, where an ordinary ``EvalRun`` answers it and runs its graders as
+somewhere on the cluster, which plans the run again on its node (its keys, programs and sandbox
+are checked there) and grades with the same ``CaseGrader`` a local run uses: the graders run as
 subprocesses beside that worker's own loopback proxy, so tokens and proxies never leave a node.
 Each target's ``max_concurrency`` is held by one ``ClusterLimit`` actor that every worker
 acquires from, so the provider sees the configured limit, not one limit per worker.
@@ -38,12 +39,13 @@ from ray.exceptions import RayError  # noqa: E402
 
 from evalrun.judgecall import JudgeCall  # noqa: E402
 from evalrun.results.models import CaseResult  # noqa: E402
+from evalrun.runner.case_grader import CaseGrader  # noqa: E402
 from evalrun.runner.options import RunOptions  # noqa: E402
+from evalrun.runner.plan import RunPlan, plan_run  # noqa: E402
 from evalrun.spec.loader import load_eval  # noqa: E402
 from evalrun.targets import ConfigError, StoreOptions, TargetConfig  # noqa: E402
 
 if TYPE_CHECKING:
-    from evalrun.runner.runner import EvalRun
     from evalrun.spec.models import TestCase
 
 #: Left out of the working folder Ray ships to the workers.
@@ -128,9 +130,7 @@ class WorkerSpec:
 
 @ray.remote(num_cpus=1)
 class GraderWorker:
-    def __init__(self, spec: WorkerSpec, holder: str, run_class: type[EvalRun]) -> None:
-        """``run_class`` is the driver's ``EvalRun``, passed in (Ray ships it by name) so this
-        module does not import the runner that imports it."""
+    def __init__(self, spec: WorkerSpec, holder: str) -> None:
         loaded = load_eval(Path(spec.eval_file))
         options = RunOptions(
             out=Path(tempfile.mkdtemp(prefix="evalrun-ray-worker-")),
@@ -141,9 +141,6 @@ class GraderWorker:
             quiet=True,
             sandbox=spec.sandbox,  # type: ignore[arg-type]
         )
-        self.run = run_class(loaded, options)
-        self.run.sandbox = self.run.sandbox.masking(Path(p) for p in spec.masked)
-        self.cases = {case.id: case for case in loaded.tests}
         limiters = {target: ray.get_actor(name) for target, name in spec.limiters.items()}
         for limiter in limiters.values():
             ray.get(limiter.forget.remote(holder))  # leases of this worker's previous life
@@ -152,18 +149,21 @@ class GraderWorker:
             limiter = limiters.get(config.name)
             return ClusterSlot(limiter, holder) if limiter is not None else None
 
-        self.run.pool.limit_for = limit_for  # type: ignore[assignment]
-        self.ctx = self.run.launch_context()
+        self.plan = plan_run(loaded, options, limit_for=limit_for)
+        self.plan.sandbox = self.plan.sandbox.masking(Path(p) for p in spec.masked)
+        self.grader = CaseGrader(self.plan)
+        self.cases = {case.id: case for case in loaded.tests}
 
     def ready(self) -> int:
         return os.getpid()
 
     async def grade(self, case_id: str, repeat: int) -> tuple[dict[str, Any], list[JudgeCall]]:
-        result, calls = await self.run.grade_case(self.cases[case_id], repeat, self.ctx)
+        result, calls = await self.grader.grade(self.cases[case_id], repeat)
         return result.to_dict(), calls
 
     async def close(self) -> None:
-        await self.run.close()
+        await self.grader.aclose()
+        await self.plan.close()
 
 
 def working_folder(eval_file: Path) -> Path:
@@ -218,38 +218,40 @@ def _connect(address: str | None, root: Path) -> None:
 
 
 class RayExecutor:
-    def __init__(self, run: EvalRun, workers: list[Any], limiters: dict[str, Any]) -> None:
-        self._run = run
+    def __init__(self, plan: RunPlan, workers: list[Any], limiters: dict[str, Any]) -> None:
+        self._target_name = plan.target_name
         self._workers = workers
         self._limiters = limiters
         self._busy: dict[int, int] = defaultdict(int)
-        self._started_cluster = run.options.ray_address is None
+        self._started_cluster = plan.options.ray_address is None
 
     @classmethod
-    async def start(cls, run: EvalRun) -> RayExecutor:
-        options = run.options
+    async def start(cls, plan: RunPlan) -> RayExecutor:
+        """Connect (or start a local cluster), then start the limits and the workers
+        (ConfigError: nothing ran)."""
+        options = plan.options
         if options.stores.record or options.stores.replay:
             raise ConfigError("--record and --replay are not supported with --executor ray")
-        root = working_folder(run.loaded.path)
-        targets_path = run.targets_path
+        root = working_folder(plan.loaded.path)
+        targets_path = plan.targets_path
         cache = options.stores.cache_dir
         spec = WorkerSpec(
-            eval_file=_relative(run.loaded.path, root, "eval file") or "",
+            eval_file=_relative(plan.loaded.path, root, "eval file") or "",
             targets_file=_relative(targets_path, root, "targets file"),
-            target=run.target_name,
-            judge=run.judge_name,
+            target=plan.target_name,
+            judge=plan.judge_name,
             # an absolute cache folder is shared by every node that mounts it; a relative one
             # lives in each worker's own copy of the working folder
             cache_dir=None if cache is None else str(cache),
             sandbox=options.sandbox,
-            masked=[str(p) for p in run.sandbox.masked],
+            masked=[str(p) for p in plan.sandbox.masked],
         )
         _connect(options.ray_address, root)
         try:
             limiters = {}
             run_id = uuid.uuid4().hex[:12]
-            for name in run.used_targets:
-                config = run.pool.file.get(name)
+            for name in plan.used_targets:
+                config = plan.pool.file.get(name)
                 actor_name = spec.limiters[name] = f"evalrun-limit-{run_id}-{name}"
                 limiters[name] = ClusterLimit.options(name=actor_name).remote(
                     config.concurrency_bounds[0]  # fixed on a cluster, not adaptive
@@ -262,7 +264,7 @@ class RayExecutor:
                     max_concurrency=per_worker,
                     max_restarts=-1,
                     max_task_retries=TASK_RETRIES,
-                ).remote(spec, f"worker-{i}", type(run))
+                ).remote(spec, f"worker-{i}")
                 for i in range(count)
             ]
             await asyncio.gather(*(w.ready.remote() for w in workers))
@@ -271,7 +273,7 @@ class RayExecutor:
             raise ConfigError(
                 f"--executor ray: the workers could not start: {_cause(exc)}"
             ) from None
-        return cls(run, workers, limiters)
+        return cls(plan, workers, limiters)
 
     async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
         index = min(range(len(self._workers)), key=lambda i: self._busy[i])
@@ -283,9 +285,7 @@ class RayExecutor:
             ray.cancel(ref)
             raise
         except RayError as exc:
-            failed = CaseResult(
-                id=case.id, status="error", repeat=repeat, target=self._run.target_name
-            )
+            failed = CaseResult(id=case.id, status="error", repeat=repeat, target=self._target_name)
             failed.error = f"ray worker failed: {type(exc).__name__}: {_cause(exc)}"
             return failed, []
         finally:

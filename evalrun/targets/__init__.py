@@ -32,13 +32,14 @@ from evalrun.targets.config import (
 )
 from evalrun.targets.extras import install_hint
 from evalrun.targets.managed import ManagedTarget
-from evalrun.targets.pool import StoreOptions, TargetPool, build_provider
+from evalrun.targets.pool import LimitFactory, StoreOptions, TargetPool, build_provider
 from evalrun.targets.registry import ToolsUnsupported, kind_of, kinds, missing_extra
 
 __all__ = [
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",
+    "LimitFactory",
     "ManagedTarget",
     "OPTION_FIELDS",
     "RefusedField",

@@ -15,6 +15,9 @@ from evalrun.targets.config import ConfigError, TargetConfig, TargetsFile
 from evalrun.targets.managed import AsyncLimit, ManagedTarget
 from evalrun.targets.registry import ProviderContext, kind_of, missing_extra
 
+#: Builds a target's concurrency limit; a Ray worker's holds the limit for the whole cluster.
+LimitFactory = Callable[[TargetConfig], AsyncLimit | None]
+
 
 def build_provider(
     config: TargetConfig,
@@ -49,13 +52,15 @@ class TargetPool:
         targets: TargetsFile,
         stores: StoreOptions | None = None,
         env: Mapping[str, str] | None = None,
+        *,
+        limit_for: LimitFactory | None = None,
     ) -> None:
         self.file = targets
         self._stores = stores or StoreOptions()
         self._env = os.environ if env is None else env
         self._built: dict[str, Target] = {}
         #: builds the concurrency limit of a target (a Ray run holds one for the cluster)
-        self.limit_for: Callable[[TargetConfig], AsyncLimit] | None = None
+        self.limit_for = limit_for
         self._lock = threading.RLock()
         self._cache = self._recorder = self._replay = None
         if self._stores.cache_dir is not None:
@@ -90,7 +95,7 @@ class TargetPool:
         """The one target for ``name``, built by its kind's factory and wrapped in a
         ``ManagedTarget`` unless the kind says otherwise (a panel's members already are).
         Locked, since the runner builds the judge target in a thread while graders start
-        (evalrun/runner/runner.py); re-entrant, since a panel's factory asks for its members here."""
+        (evalrun/runner/case_grader.py); re-entrant, since a panel's factory asks for its members here."""
         with self._lock:
             if name not in self._built:
                 config = self.file.get(name)

@@ -104,9 +104,9 @@ class Tracing(Telemetry):
             span.set_attribute("evalrun.case.status", result.status)
             if result.score is not None:
                 span.set_attribute("evalrun.case.score", result.score)
-            judge = result.usage.get("judge") or {}
-            if judge.get("cost_usd"):
-                span.set_attribute("evalrun.cost_usd", judge["cost_usd"])
+            judge = result.usage.judge
+            if judge is not None and judge.cost_usd:
+                span.set_attribute("evalrun.cost_usd", judge.cost_usd)
             if result.status == "error":
                 self._error(span, _case_error(result))
 

@@ -1,0 +1,184 @@
+"""The grading of one case: the target's answer (unless the case carries an output), every
+grader as a process beside this process's judge proxy, and the case's score and status.
+
+The local executor is a ``CaseGrader``, and each Ray worker holds one of its own
+(docs/distributed.md), so both grade a case the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from typing import TYPE_CHECKING
+
+from evalrun import telemetry
+from evalrun.judgecall import JudgeCall
+from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.serve import GraderPools
+from evalrun.results.models import CaseResult, CaseUsage, GraderResult, TargetUsage
+from evalrun.results.scoring import case_score, case_status
+from evalrun.runner.plan import RunPlan
+from evalrun.safetext import repaired_note
+from evalrun.spec.models import TestCase, as_messages
+from evalrun.targets import CompletionRequest, TargetError
+from evalrun.transcripts import Transcript
+
+if TYPE_CHECKING:
+    from proxy import JudgeProxy
+
+
+class CaseGrader:
+    """Grades cases of one plan in this process; owns the judge proxy and the stream-mode
+    graders, which :meth:`aclose` stops (the plan's targets are closed by whoever made it)."""
+
+    def __init__(self, plan: RunPlan, spans: telemetry.Telemetry = telemetry.OFF) -> None:
+        self.plan = plan
+        #: the run's spans (docs/otel.md); off on a Ray worker
+        self.telemetry = spans
+        self._proxy: JudgeProxy | None = None
+        self._proxy_lock = asyncio.Lock()
+        self._pools = GraderPools(plan.options.workers)
+        self._ctx = LaunchContext(
+            eval_dir=plan.loaded.folder.resolve(),
+            judge=plan.judge_name,
+            secret_names=plan.pool.secret_env_names(),
+            proxy=self._get_proxy,
+            sandbox=plan.sandbox,
+            pools=self._pools,
+        )
+
+    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
+        """Answer one case with the target and run its graders: always one result."""
+        started = time.monotonic()
+        target_name = self.plan.target_name
+        result = CaseResult(
+            id=case.id, status="error", repeat=repeat, target=target_name, line=case.line
+        )
+        calls: list[JudgeCall] = []
+        if case.turns is not None:
+            result.error = (
+                "multi-turn tests (AgentV's turns:) are not supported: evalrun asks its target "
+                'one request per case (docs/eval-files.md, "AgentV files")'
+            )
+            return result, calls
+        try:
+            output, target_ms, usage, repaired, transcript = await self._answer(case)
+            result.output = output
+            result.transcript = transcript.to_dict() if transcript else None
+            if repaired:
+                result.warnings.append(repaired_note(repaired, "the target's answer"))
+            result.timings.target_ms = round(target_ms, 1)
+            result.usage.target = usage
+        except TargetError as exc:
+            result.error = f"target '{exc.target or target_name}' failed: {exc.message}"
+            result.timings.total_ms = _since(started)
+            return result, calls
+        try:
+            runs = await asyncio.gather(
+                *(
+                    self.telemetry.grader(
+                        run_grader(g, case, output, self._ctx, repeat, transcript)
+                    )
+                    for g in self.plan.graders_for(case)
+                )
+            )
+        except Exception as exc:  # a bug of ours must still leave one result for the case
+            result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
+            result.timings.total_ms = _since(started)
+            return result, calls
+        result.graders = [r.result for r in runs]
+        for run in runs:
+            calls += run.judge_calls
+        result.score = self._score(result.graders)
+        result.status = case_status(result.graders)
+        if not result.graders:
+            result.error = "no graders apply to this case"
+        result.usage.judge = CaseUsage.judge_of(result.graders)
+        result.timings.total_ms = _since(started)
+        return result, calls
+
+    async def aclose(self) -> None:
+        """Stop the stream-mode graders and the proxy."""
+        await self._pools.close()
+        if self._proxy is not None:
+            await self._proxy.stop()
+            self._proxy = None
+
+    async def _get_proxy(self) -> JudgeProxy:
+        """The judge proxy, started on first use (a run without judged graders never imports
+        it)."""
+        async with self._proxy_lock:
+            if self._proxy is None:
+                from evalrun.runner.judging import judge_proxy
+
+                unix_socket = None
+                if self.plan.private_dir is not None:  # strict graders reach it through this
+                    unix_socket = self.plan.private_dir / "proxy.sock"
+                proxy = judge_proxy(self.plan.pool, unix_socket=unix_socket)
+                if self.plan.judge_name is not None:
+                    threading.Thread(
+                        target=self._prebuild, args=(self.plan.judge_name,), daemon=True
+                    ).start()
+                await proxy.start()
+                self._proxy = proxy
+            return self._proxy
+
+    def _prebuild(self, name: str) -> None:
+        """Build a target off the loop: its provider's imports (httpx and its kin, ~0.1-0.2 s)
+        then overlap the graders' start instead of holding up the first judge call. A target
+        that fails to build says so again when the proxy asks for it."""
+        with contextlib.suppress(Exception):
+            self.plan.pool.get(name)
+
+    def _score(self, graders: list[GraderResult]) -> float | None:
+        loaded = self.plan.loaded
+        rubric = loaded.spec.rubric
+        if rubric:
+            from evalrun.rubric import combine_grader_scores
+
+            scored = {g.name: g.score for g in graders if g.score is not None}
+            return combine_grader_scores(rubric, scored, base_dir=loaded.folder)
+        return case_score(graders)
+
+    async def _answer(
+        self, case: TestCase
+    ) -> tuple[str | None, float, TargetUsage | None, int, Transcript | None]:
+        """The answer, its latency, usage, how many lone surrogates were repaired in it, and
+        the agent's transcript when the target reads one (docs/agents.md)."""
+        if case.output is not None:
+            messages = as_messages(case.output, "assistant")
+            texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
+            return (texts[-1] if texts else ""), 0.0, None, 0, None
+        target_name = self.plan.target_name
+        assert target_name is not None
+        target = self.plan.pool.get(target_name)
+        system = [m.text() for m in case.input_messages if m.role == "system"]
+        request = CompletionRequest(
+            messages=[
+                {"role": m.role, "content": m.text()}
+                for m in case.input_messages
+                if m.role != "system"
+            ],
+            system_prompt="\n\n".join(system) or None,
+        )
+        with self.telemetry.target_call(
+            target_name, request.messages, request.system_prompt
+        ) as answered:
+            response = await target.complete(request)
+            usage = TargetUsage(
+                input=response.usage.input_tokens,
+                output=response.usage.output_tokens,
+                total=response.usage.total_tokens,
+                cached=response.cached,
+                replayed=response.replayed,
+                cost_usd=response.cost_usd,
+            )
+            answered(usage.to_dict(), response.text, response.model)
+        return response.text, response.latency_ms, usage, response.repaired, response.transcript
+
+
+def _since(started: float) -> float:
+    """Milliseconds since ``started`` (``time.monotonic``), as results.jsonl keeps them."""
+    return round((time.monotonic() - started) * 1000, 1)

@@ -57,7 +57,7 @@ def test_metrics_of_the_recorded_claude_run() -> None:
         },
         t,
     )
-    assert [c["passed"] for c in result.checks] == [True, False, True, False, True, True]
+    assert [c["pass"] for c in result.checks] == [True, False, True, False, True, True]
     assert result.score == pytest.approx(4 / 6)
     assert result.status == "passed"  # 0.67 >= the default threshold 0.5
     assert result.checks[1]["text"] == "model turns 4 > 3"
@@ -275,7 +275,7 @@ def test_agentv_execution_metrics_example_scores_as_agentv(tmp_path: Path) -> No
             for check, assertion in zip(grader["checks"], theirs["assertions"], strict=True):
                 expected = _figures(assertion["text"])  # ours may add the tolerance after them
                 assert _figures(check["text"])[: len(expected)] == expected, (check, assertion)
-                assert check["passed"] == assertion["passed"]
+                assert check["pass"] == assertion["passed"]
             compared += 1
     assert compared == 5
 

@@ -66,7 +66,7 @@ def _scored(result: GraderResult, outcome: Scored) -> GraderResult:
     result.reason = outcome.reason
     result.checks = outcome.checks
     for check in outcome.checks:
-        (result.hits if check["passed"] else result.misses).append(check["text"])
+        (result.hits if check["pass"] else result.misses).append(check["text"])
     return result
 
 
@@ -220,7 +220,7 @@ def _execution_metrics(spec: GraderSpec, output: str, transcript: Transcript | N
     verdict = check_metrics(read_limits(spec.config), transcript)
     checks = verdict.assertions
     if spec.negate:
-        checks = [{"text": f"not ({c['text']})", "passed": not c["passed"]} for c in checks]
+        checks = [{"text": f"not ({c['text']})", "pass": not c["pass"]} for c in checks]
         return Scored(1 - verdict.score, "not (" + verdict.reason + ")", checks)
     return Scored(verdict.score, verdict.reason, checks)
 
@@ -243,4 +243,4 @@ def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) ->
         value = spec.value if spec.value is not None else config.get("value")
     verdict = judge_skills(read_expectation(value), skill_uses(transcript), forbidden=forbidden)
     score = 1.0 if verdict.passed else 0.0
-    return Scored(score, verdict.reason, [{"text": verdict.reason, "passed": verdict.passed}])
+    return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])

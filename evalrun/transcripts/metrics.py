@@ -34,7 +34,7 @@ EXPLORATION_TOOLS = frozenset(
 
 @dataclass
 class MetricsVerdict:
-    """``assertions``: one ``{text, passed}`` per limit set; ``actual``: the figures measured."""
+    """``assertions``: one ``{text, pass}`` (the grader protocol's check) per limit set; ``actual``: the figures measured."""
 
     score: float
     assertions: list[dict[str, Any]] = field(default_factory=list)
@@ -84,13 +84,13 @@ def check_metrics(limits: Mapping[str, float], transcript: Transcript) -> Metric
         if key not in limits:
             return
         if value is None:
-            verdict.assertions.append({"text": f"{label}: not reported", "passed": False})
+            verdict.assertions.append({"text": f"{label}: not reported", "pass": False})
             return
         verdict.actual[key.removeprefix("max_")] = value
         limit = limits[key]
         ok = value <= limit
         text = f"{label} {shown.format(value)} {'<=' if ok else '>'} {shown.format(limit)}"
-        verdict.assertions.append({"text": text, "passed": ok})
+        verdict.assertions.append({"text": text, "pass": ok})
 
     summary = transcript.summary()
     usage = transcript.usage
@@ -106,14 +106,14 @@ def check_metrics(limits: Mapping[str, float], transcript: Transcript) -> Metric
         ratio = exploration_ratio(transcript)
         if ratio is None:
             verdict.assertions.append(
-                {"text": "exploration ratio: no tool calls to measure", "passed": False}
+                {"text": "exploration ratio: no tool calls to measure", "pass": False}
             )
         else:
             verdict.actual["exploration_ratio"] = ratio
             ok = abs(ratio - target) <= tolerance
             where = "within" if ok else "outside"
             text = f"exploration ratio {ratio:.2f} {where} {target:g} ± {tolerance:g}"
-            verdict.assertions.append({"text": text, "passed": ok})
-    passed = sum(a["passed"] for a in verdict.assertions)
+            verdict.assertions.append({"text": text, "pass": ok})
+    passed = sum(a["pass"] for a in verdict.assertions)
     verdict.score = passed / len(verdict.assertions)
     return verdict

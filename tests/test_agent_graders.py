@@ -4,6 +4,7 @@ the scores AgentV recorded for its mock agent on the same runs."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -318,3 +319,34 @@ def test_agentv_skill_example_runs_against_a_scripted_agent(tmp_path: Path) -> N
     (grader,) = cases["irrelevant-query"]["graders"]
     assert grader["score"] == 0 and grader["status"] == "failed", log
     assert grader["reason"].startswith("used csv-analyzer; skills used: csv-analyzer (path, ")
+
+
+# --- the worked example of docs/agents.md ---------------------------------------------------
+
+
+@pytest.mark.slow
+def test_the_worked_example_of_the_docs(tmp_path: Path) -> None:
+    """docs/agents.md, "A worked example": its three files written as the page shows them (the
+    target's ``python`` made this interpreter), run, and every grader as the page's table says."""
+    text = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    example = text[text.index("### A worked example") :]
+    blocks = re.findall(r"```(?:json|yaml)\n(.*?)```", example, re.S)
+    run_jsonl, targets, eval_file = blocks
+    (tmp_path / "run.jsonl").write_text(run_jsonl)
+    (tmp_path / "targets.yaml").write_text(
+        targets.replace("[python, -c,", f"[{json.dumps(sys.executable)}, -c,")
+    )
+    (tmp_path / "agent.eval.yaml").write_text(eval_file)
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalrun", "run", "agent.eval.yaml", "--out", "out", "-q",
+         "--no-cache"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (case,) = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").open()]
+    assert case["status"] == "passed"
+    table = example[example.index("| grader | status |") :].splitlines()[2:]
+    rows = itertools.takewhile(lambda line: line.startswith("|"), table)
+    documented = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+    actual = [[g["name"], g["status"], f"{g['score']:g}", g["reason"]] for g in case["graders"]]
+    assert actual == documented

@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from evalrun.results.models import GraderResult
 from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
+from evalrun.transcripts.metrics import check_metrics, read_limits
+from evalrun.transcripts.skills import judge_skills, read_expectation, skill_uses
 from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
 
 
@@ -27,10 +31,13 @@ def run_deterministic(
         result.status, result.reason = "unscored", "there is no output to check"
         return result
     try:
-        ok, reason = _check(spec, output, transcript)
+        outcome = _check(spec, output, transcript)
     except ValueError as exc:
         result.reason = str(exc)
         return result
+    if isinstance(outcome, Scored):
+        return _scored(result, outcome)
+    ok, reason = outcome
     if spec.negate:
         ok, reason = not ok, f"not ({reason})"
     result.passed = ok
@@ -41,12 +48,35 @@ def run_deterministic(
     return result
 
 
+@dataclass(frozen=True)
+class Scored:
+    """A check's verdict as a score from 0 to 1 (passing at the grader's threshold) with the
+    assertions it is made of. The check has applied ``negate`` itself, since AgentV's rule for it
+    differs by grader (docs/agents.md)."""
+
+    score: float
+    reason: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _scored(result: GraderResult, outcome: Scored) -> GraderResult:
+    result.score = outcome.score
+    result.passed = outcome.score >= result.threshold
+    result.status = "passed" if result.passed else "failed"
+    result.reason = outcome.reason
+    result.checks = outcome.checks
+    for check in outcome.checks:
+        (result.hits if check["pass"] else result.misses).append(check["text"])
+    return result
+
+
 def _values(spec: GraderSpec) -> list[str]:
     return [str(v) for v in spec.value] if isinstance(spec.value, list) else [str(spec.value)]
 
 
-#: a check reads the output and, if it wants, the agent's transcript (None without one)
-Check = Callable[[GraderSpec, str, Transcript | None], tuple[bool, str]]
+#: a check reads the output and, if it wants, the agent's transcript (None without one); it
+#: passes or fails, or gives a ``Scored`` verdict
+Check = Callable[[GraderSpec, str, Transcript | None], tuple[bool, str] | Scored]
 
 #: type -> its check: the ``check`` kinds of ``evalrun/spec/kinds.py`` (a test keeps them equal).
 CHECKS: dict[str, Check] = {}
@@ -60,7 +90,9 @@ def deterministic_check(*types: str) -> Callable[[Check], Check]:
     return register
 
 
-def _check(spec: GraderSpec, output: str, transcript: Transcript | None) -> tuple[bool, str]:
+def _check(
+    spec: GraderSpec, output: str, transcript: Transcript | None
+) -> tuple[bool, str] | Scored:
     check = CHECKS.get(spec.type)
     if check is None:
         raise ValueError(f"'{spec.type}' is not a deterministic grader")
@@ -146,12 +178,8 @@ def _tool_trajectory(
     spec: GraderSpec, output: str, transcript: Transcript | None
 ) -> tuple[bool, str]:
     """The agent's tool calls against ``config.expected`` (docs/agents.md, "Tool trajectories")."""
-    if transcript is None:  # said first: without one no config could make the check run
-        raise ValueError(
-            "tool-trajectory needs the agent's transcript (a cli target's transcript:): it "
-            "needs a transcript this target gives none of"
-        )
     config = spec.config
+    transcript = _needs_transcript(spec, transcript)
     # AgentV spells the modes with underscores (any_order); evalrun with hyphens
     mode = str(config.get("mode", "exact")).replace("_", "-")
     args = str(config.get("args", "exact")).replace("_", "-")
@@ -172,3 +200,47 @@ def _tool_trajectory(
         args,
     )
     return verdict.passed, verdict.reason
+
+
+def _needs_transcript(spec: GraderSpec, transcript: Transcript | None) -> Transcript:
+    """The transcript, said missing first: without one no config could make the check run."""
+    if transcript is None:
+        raise ValueError(
+            f"{spec.type} needs the agent's transcript (a cli target's transcript:): it "
+            "needs a transcript this target gives none of"
+        )
+    return transcript
+
+
+@deterministic_check("execution-metrics")
+def _execution_metrics(spec: GraderSpec, output: str, transcript: Transcript | None) -> Scored:
+    """The share of the limits the run kept to; ``negate`` scores 1 minus that, as AgentV
+    does (docs/agents.md, "execution-metrics")."""
+    transcript = _needs_transcript(spec, transcript)
+    verdict = check_metrics(read_limits(spec.config), transcript)
+    checks = verdict.assertions
+    if spec.negate:
+        checks = [{"text": f"not ({c['text']})", "pass": not c["pass"]} for c in checks]
+        return Scored(1 - verdict.score, "not (" + verdict.reason + ")", checks)
+    return Scored(verdict.score, verdict.reason, checks)
+
+
+@deterministic_check("skill-used", "skill-trigger")
+def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) -> Scored:
+    """The skills the agent used against ``value`` (``not-skill-used``: ones it must not use);
+    AgentV 4.x's ``skill-trigger`` names one in ``skill`` with ``should_trigger`` (docs/agents.md,
+    "skill-used and skill-trigger")."""
+    transcript = _needs_transcript(spec, transcript)
+    config = spec.config
+    forbidden = spec.negate
+    if spec.type == "skill-trigger":
+        should = config.get("should_trigger", True)
+        if not isinstance(config.get("skill"), str) or not isinstance(should, bool):
+            raise ValueError("skill-trigger: needs skill (a name) and should_trigger true/false")
+        value: Any = config["skill"]
+        forbidden = forbidden != (not should)
+    else:
+        value = spec.value if spec.value is not None else config.get("value")
+    verdict = judge_skills(read_expectation(value), skill_uses(transcript), forbidden=forbidden)
+    score = 1.0 if verdict.passed else 0.0
+    return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])

@@ -27,6 +27,7 @@ from evalrun.results.models import STATUSES, CaseResult, GraderResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.results.summary import SCORE_BINS, Series
 from evalrun.safetext import CONTROL_CHARS, escape_controls, no_workflow_commands
+from evalrun.transcripts import Step, ToolCall, Transcript, Usage
 
 _BREAK_AFTER = re.compile(r"([-_./:])(?=[^-_./:])")
 
@@ -429,6 +430,63 @@ def _judge_call(call: JudgeCall) -> str:
     return f'<details class="call">{"".join(parts)}</details>'
 
 
+def _usage(usage: Usage | None) -> str:
+    if usage is None:
+        return ""
+    cached = f" ({usage.cached_tokens} cached)" if usage.cached_tokens else ""
+    return f"{usage.input_tokens}+{usage.output_tokens} tokens{cached}"
+
+
+def _ms(value: float | None) -> str:
+    return "" if value is None else f"{value:g} ms"
+
+
+def _tool_call(call: ToolCall) -> str:
+    head = [call.name, "error" if call.is_error else "", _ms(call.duration_ms)]
+    if call.result is None:
+        head.append("no result")
+    parts = [f"<summary>{e(' · '.join(h for h in head if h))}</summary>"]
+    parts.append(f"<h5>Arguments</h5>{_pre(fmt.pretty_json(call.arguments))}")
+    if call.result is not None:
+        result = call.result if isinstance(call.result, str) else fmt.pretty_json(call.result)
+        parts.append(f"<h5>Result</h5>{_pre(result, 'stderr' if call.is_error else '')}")
+    return f'<details class="call tool-call">{"".join(parts)}</details>'
+
+
+def _step(number: int, step: Step) -> str:
+    facts = [f"{number}. {step.role}", _ms(step.duration_ms), _usage(step.usage)]
+    if step.cost_usd is not None:
+        facts.append(f"${step.cost_usd:.4f}")
+    body = [f'<p class="facts">{e(" · ".join(f for f in facts if f))}</p>']
+    if step.text is not None:
+        body.append(_pre(step.text))
+    body += [_tool_call(call) for call in step.tool_calls]
+    return f'<li class="step">{"".join(body)}</li>'
+
+
+def _transcript(data: dict[str, Any]) -> str:
+    """What the agent did, step by step, folded until opened (docs/reports.md, "Transcripts");
+    every text goes through ``e``, so a hostile tool result stays text."""
+    try:
+        transcript = Transcript.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"<h4>Transcript</h4><p class=reason>{e(f'cannot read it: {exc!r}')}</p>"
+    calls = len(transcript.tool_calls)
+    head = [
+        f"Transcript ({transcript.format})",
+        f"{len(transcript.steps)} steps",
+        f"{calls} tool call{'' if calls == 1 else 's'}",
+        _usage(transcript.usage),
+        "" if transcript.cost_usd is None else f"${transcript.cost_usd:.4f}",
+        _ms(transcript.duration_ms),
+    ]
+    steps = "".join(_step(i, step) for i, step in enumerate(transcript.steps, 1))
+    return (
+        f'<details class="transcript"><summary>{e(" · ".join(h for h in head if h))}</summary>'
+        f'<ol class="steps">{steps}</ol></details>'
+    )
+
+
 def _case_repeat(view: CaseView, case: CaseResult) -> str:
     rep = view.repeats
     entry = rep.cases.get(case.id) if rep else None
@@ -453,6 +511,8 @@ def _case_detail(view: CaseView, case: CaseResult) -> str:
     parts.append(_case_repeat(view, case))
     if case.output is not None:
         parts.append(f"<h4>Output</h4>{_pre(case.output, 'output')}")
+    if case.transcript is not None:
+        parts.append(_transcript(case.transcript))
     timings = case.timings.to_dict()
     if timings or case.target:
         facts = [f"target {case.target}"] if case.target else []
@@ -927,6 +987,8 @@ pre { background: var(--bg); border: 1px solid var(--line); border-radius: 6px; 
 .error-box pre, pre.stderr { border-color: var(--error); }
 details.call { border: 1px solid var(--line); border-radius: 6px; padding: .3rem .6rem; margin: .3rem 0; }
 details summary { cursor: pointer; }
+details.transcript { margin: .4rem 0; } details.transcript > summary { font-weight: 600; }
+ol.steps { padding-left: 1.2rem; } ol.steps > li { list-style: none; margin: .4rem 0; }
 tr.unstable td { color: var(--failed); }
 #js-errors { border-color: var(--failed); color: var(--failed); }
 @media (max-width: 640px) {

@@ -422,8 +422,8 @@ def _map_assertion(
         grader["value"] = _render_value(m, grader["value"], vars_, (*path, "value"))
     if negate and base_kind in _SAME_TYPES:
         grader["type"] = base_kind
-    if negate:
         grader["negate"] = True
+    # any other not-<type> is turned by agentv_extras (negating here too would undo it)
     if grader.get("type") == "llm-rubric":
         _llm_rubric(m, grader, path, vars_)
     elif grader.get("type") == "script":

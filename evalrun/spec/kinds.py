@@ -82,12 +82,13 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("starts-with", "check", requires=("value",)),
         GraderKind("ends-with", "check", requires=("value",)),
         GraderKind("tool-trajectory", "check"),
+        GraderKind("execution-metrics", "check"),
+        GraderKind("skill-used", "check"),
+        GraderKind("skill-trigger", "check"),
+        _builtin("task-completion"),
         _agent_facing("trajectory:tool-sequence"),
         _agent_facing("trajectory:tool-used"),
         _agent_facing("trajectory:tool-args-match"),
-        _agent_facing("execution-metrics"),
-        _agent_facing("skill-used"),
-        _agent_facing("skill-trigger"),
         GraderKind(
             "assert-set",
             "unsupported",
@@ -101,7 +102,7 @@ KINDS: dict[str, GraderKind] = {
 ALIASES = {"code-grader": "script", "code-judge": "script", "composite": "assert-set"}
 #: checks that read their options from ``config``: an AgentV file's own keys on them go there
 #: (docs/eval-files.md, "AgentV files"), like those of the ``unsupported`` kinds
-CONFIG_OPTIONS = ("tool-trajectory",)
+CONFIG_OPTIONS = ("tool-trajectory", "execution-metrics", "skill-used", "skill-trigger")
 
 
 def normalize_type(value: str) -> str:

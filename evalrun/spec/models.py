@@ -66,6 +66,12 @@ class Message(BaseModel):
                     parts.append(part)
                 elif isinstance(part, dict) and isinstance(part.get("text"), str):
                     parts.append(part["text"])
+                elif (
+                    isinstance(part, dict)
+                    and part.get("type") == "text"
+                    and isinstance(part.get("value"), str)
+                ):
+                    parts.append(part["value"])  # AgentV's text part
             return "\n".join(parts)
         return str(self.content)
 

@@ -135,7 +135,8 @@ class Transcript:
         return out
 
     def summary(self) -> dict[str, Any]:
-        """AgentV's trace summary: how many events, calls per tool, failed calls."""
+        """AgentV's trace summary: ``event_count`` is the number of tool calls (AgentV counts
+        only tool-call events), then calls per tool, failed calls, model turns."""
         counts: dict[str, int] = {}
         durations: dict[str, list[float]] = {}
         for call in self.tool_calls:
@@ -143,7 +144,7 @@ class Transcript:
             if call.duration_ms is not None:
                 durations.setdefault(call.name, []).append(call.duration_ms)
         out: dict[str, Any] = {
-            "event_count": len(self._events()),
+            "event_count": len(self.tool_calls),
             "tool_calls": counts,
             "error_count": sum(call.is_error for call in self.tool_calls),
             "llm_call_count": sum(s.role == "assistant" for s in self.steps),

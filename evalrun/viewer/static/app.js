@@ -24,7 +24,7 @@ function el(tag, props, ...children) {
 }
 
 function append(node, children) {
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -81,7 +81,7 @@ function crumbs(...parts) {
 }
 
 function show(...nodes) {
-  document.getElementById("main").replaceChildren(...nodes.flat().filter(Boolean));
+  document.getElementById("main").replaceChildren(...nodes.flat(Infinity).filter(Boolean));
 }
 
 function ready() {

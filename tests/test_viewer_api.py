@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -286,3 +287,29 @@ def test_view_refuses_a_port_that_is_taken(tmp_path: Path) -> None:
         )
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+@pytest.mark.slow  # a fresh interpreter loading the command line and the app: ~4 s
+def test_view_prints_its_url_serves_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    index = tmp_path / "index.sqlite"
+    add_run(index, tmp_path / "run", [scored("only", 0.9)], meta={"eval": "one"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun", "view", "--no-open", "--index", str(index)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("evalrun view: http://127.0.0.1:"), line
+        url = line.split()[2]
+        runs = httpx.get(f"{url}api/runs", timeout=60).json()["runs"]
+        assert [r["eval"] for r in runs] == ["one"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) in (0, 130)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

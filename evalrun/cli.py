@@ -65,6 +65,7 @@ COMMANDS: dict[str, str] = {
     "merge": "report",
     "compare": "report",
     "runs": "runs",
+    "view": "view",
     "proxy": "proxy",
     "grader": "grader",
     "sdk": "sdk",

@@ -26,6 +26,7 @@ BASE = {
     "evalrun.hardening",
     "evalrun.sqlitewal",
     "evalrun.yamlsource",
+    "evalrun.loopback",
 }
 #: The records every stage after their maker carries: the judge-call record (made by the proxy)
 #: and the agent transcript (read by a cli target, graded and written to the bundle).
@@ -44,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.compact": set(),
     "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
+    "evalrun.loopback": set(),
     "evalrun.judgecall": set(),
     "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.transcripts": set(),
@@ -60,6 +62,8 @@ ALLOWED: dict[str, set[str]] = {
     | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets", "evalrun.telemetry"},
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
+    # reads bundles as the reports do, and reuses their view of one (bundle_view, compare)
+    "evalrun.viewer": BASE | RECORDS | FORMATS | {"evalrun.reporters"},
 }
 #: The entry points below the command line: the run's core, the Python API, the pytest plugin.
 #: They wire every stage; only the command line and each other import them.

@@ -105,6 +105,10 @@ def tidy_help(command: Any, ctx: Any) -> None:
             for element in typing.get_args(annotation) or (annotation,):
                 if element in _METAVARS and not getattr(descriptor, "is_choice", False):
                     param.metavar = _METAVARS[element]
+        elif getattr(param, "param_type_name", "") == "argument" and getattr(
+            param, "hidden", False
+        ):
+            param._usage_display_name = lambda: ""  # an old spelling kept working, not shown
         elif getattr(param, "param_type_name", "") == "argument" and param.metavar is None:
             label = param.name.upper()
             param.metavar = label

@@ -69,6 +69,7 @@ COMMANDS: dict[str, str] = {
     "grader": "grader",
     "sdk": "sdk",
     "calibrate": "calibrate",
+    "init": "init",
 }
 
 #: Options of ``evalrun`` itself; anything else in front of the file belongs to ``run``.

@@ -70,6 +70,7 @@ COMMANDS: dict[str, str] = {
     "grader": "grader",
     "sdk": "sdk",
     "calibrate": "calibrate",
+    "init": "init",
 }
 
 #: Options of ``evalrun`` itself; anything else in front of the file belongs to ``run``.
@@ -106,6 +107,10 @@ def tidy_help(command: Any, ctx: Any) -> None:
             for element in typing.get_args(annotation) or (annotation,):
                 if element in _METAVARS and not getattr(descriptor, "is_choice", False):
                     param.metavar = _METAVARS[element]
+        elif getattr(param, "param_type_name", "") == "argument" and getattr(
+            param, "hidden", False
+        ):
+            param._usage_display_name = lambda: ""  # an old spelling kept working, not shown
         elif getattr(param, "param_type_name", "") == "argument" and param.metavar is None:
             label = param.name.upper()
             param.metavar = label
@@ -186,7 +191,37 @@ def main(argv: list[str] | None = None) -> None:
     if context_class is not None:
         tidy_help(command, context_class(command, info_name="evalrun"))
     refuse_repeats(command)
-    command.main(args=args, prog_name="evalrun")
+    defaults, project = _project_defaults(args[0] if args else "")
+    # ``obj``: the project's defaults and their sources, which ``run -v`` prints
+    command.main(args=args, prog_name="evalrun", default_map=defaults, obj=project)
+
+
+#: The commands whose option defaults come from the project (docs/config.md), and which.
+PROJECT_OPTIONS: dict[str, tuple[str, ...] | None] = {
+    "run": None,  # every option
+    "validate": ("target", "judge", "targets"),
+}
+
+
+def _project_defaults(command: str) -> tuple[dict[str, dict[str, Any]] | None, Any]:
+    """click's ``default_map`` for ``command``: the project's defaults (config file, ``.env``,
+    ``EVALRUN_*``), which a flag overrides; a bad one is a usage error (exit 2)."""
+    if command not in PROJECT_OPTIONS:
+        return None, None
+    from evalrun.projectconfig import ProjectConfigError, project_defaults
+
+    try:
+        found = project_defaults(Path.cwd(), os.environ)
+    except ProjectConfigError as exc:
+        from evalrun.safetext import printable
+
+        typer.echo(f"error: {printable(str(exc), multiline=True)}", err=True)
+        raise SystemExit(2) from None  # a usage error: nothing ran (docs/results.md)
+    names = PROJECT_OPTIONS[command]
+    values = {k: v for k, v in found.values().items() if names is None or k in names}
+    if found.evals:
+        values["files"] = found.evals
+    return {command: values}, found
 
 
 def entry() -> None:

@@ -63,6 +63,8 @@ class RunSettings(BaseModel):
     workers: int = Field(4, ge=1)
     filter: list[str] = Field(default_factory=list)
     out: Path | None = None
+    #: where a bundle without ``--out`` goes, in a folder of its own (``<time>-<eval>``)
+    runs_dir: Path = Path(".evalrun/runs")
     repeat: int = Field(1, ge=1)
     threshold: float | None = None
     max_errors: int = Field(0, ge=0)
@@ -173,7 +175,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         replay = settings.replay
         options = RunOptions(
-            out=resume or settings.out or Path(".evalrun/runs") / f"{stamp}-{loaded.name}",
+            out=resume or settings.out or settings.runs_dir / f"{stamp}-{loaded.name}",
             unique_out=resume is None and settings.out is None,
             target=settings.target,
             judge=settings.judge,

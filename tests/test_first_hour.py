@@ -372,7 +372,7 @@ def test_help_shows_placeholders_not_python_types():
         for leak in ("<bool>", "<str>", "<list[", "<int", "<float", "<path>", "{file}", "{FILE}"):
             assert leak not in text, (command, leak, text)
     run = _help("run")
-    assert "Usage: evalrun run [OPTIONS] FILE" in run
+    assert "Usage: evalrun run [OPTIONS] [FILES...]" in run
     assert re.search(r"--filter\s+-f\s+GLOB", run) and re.search(r"--quiet\s+-q\s+No", run)
     for command in (("run",), ("validate",), ("targets", "list"), ("targets", "check"), ("proxy",)):
         assert re.search(r"--targets\s+FILE", _help(*command)), command

@@ -73,6 +73,7 @@ ENTRIES = {
     "evalrun.pytest_plugin",
     "evalrun.pytest_items",
     "evalrun.pytest_state",
+    "evalrun.projectconfig",
 }
 STAGES = set(ALLOWED) | {"proxy", "evalrun.rubric", "evalrun.launcher"}
 ALLOWED.update({entry: STAGES | ENTRIES for entry in ENTRIES})

@@ -56,7 +56,7 @@ def test_httpx_without_its_cli_module_has_the_same_public_names() -> None:
 
 
 def test_the_usage_line_names_an_argument_through_typers_private_hook() -> None:
-    """evalrun/cli.py replaces ``TyperArgument._usage_display_name`` (``{FILE}`` -> ``FILE``) and
+    """evalrun/cli.py replaces ``TyperArgument._usage_display_name`` (``{FILES}`` -> ``[FILES...]``) and
     ``display_type_rich``, and reads ``type_descriptor``."""
     import typer.core
 
@@ -66,7 +66,7 @@ def test_the_usage_line_names_an_argument_through_typers_private_hook() -> None:
     assert "type_descriptor" in inspect.signature(argument.__init__).parameters
     done = run_cli("run", "--help")
     assert done.returncode == 0, done.stderr
-    assert "Usage: evalrun run [OPTIONS] FILE " in done.stdout, done.stdout
+    assert "Usage: evalrun run [OPTIONS] [FILES...] " in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize(

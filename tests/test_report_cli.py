@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from evalrun.commands import report as report_command
 from evalrun.reporters import load_bundle
 from evalrun.reporters.compare import compare_bundles
+from tests.conftest import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -115,7 +116,7 @@ def test_compare_cli_fails_on_a_significant_regression(cli: typer.Typer, tmp_pat
     base = _scored(tmp_path, "base", scores)
     worse = _scored(tmp_path, "worse", {k: v - 0.2 for k, v in scores.items()})
     report = tmp_path / "compare.json"
-    code, out = invoke(cli, "compare", base, worse, "--fail-on-regression", "--json", report)
+    code, out = invoke(cli, "compare", base, worse, "--fail-on-regression", "--out", report)
     assert code == 1, out
     assert "significantly worse" in out
     data = json.loads(report.read_text())
@@ -147,7 +148,7 @@ def test_compare_fails_on_a_case_that_no_longer_passes(cli: typer.Typer, tmp_pat
     new_cases[7] = case("c07", [grader("g", 0.2), grader("h", 1.0)])
     new = write_bundle(tmp_path / "new", new_cases)
     report = tmp_path / "compare.json"
-    code, out = invoke(cli, "compare", base, new, "--fail-on-regression", "--json", report)
+    code, out = invoke(cli, "compare", base, new, "--fail-on-regression", "--out", report)
     assert code == 1, out
     assert "c03: passed -> error" in out and "c07: passed -> failed" in out
     assert "2 case(s) no longer pass" in out
@@ -165,13 +166,31 @@ def test_compare_cli_is_deterministic_with_a_seed(cli: typer.Typer, tmp_path: Pa
     base = write_bundle(tmp_path / "a", random_cases([f"c{i}" for i in range(15)], seed=1))
     new = write_bundle(tmp_path / "b", random_cases([f"c{i}" for i in range(15)], seed=2))
     outs = []
-    for name in ("one.json", "two.json"):
-        code, _ = invoke(cli, "compare", base, new, "--seed", "7", "--json", tmp_path / name)
+    for _ in range(2):
+        code, out = invoke(cli, "compare", base, new, "--seed", "7", "--json")
         assert code == 0
-        outs.append(json.loads((tmp_path / name).read_text()))
+        outs.append(json.loads(out))  # --json: the JSON alone on stdout, no table
     assert outs[0] == outs[1]
     assert invoke(cli, "compare", base, new, "--confidence", "1.5")[0] == 2
     assert invoke(cli, "compare", base, tmp_path / "missing")[0] == 2
+
+
+def test_compare_json_file_is_the_old_spelling_of_out(tmp_path: Path) -> None:
+    """`--json FILE` wrote a file before `--json` meant stdout: it still does, with a warning;
+    a stray third argument without it is an error."""
+    base = write_bundle(tmp_path / "a", random_cases([f"c{i}" for i in range(5)], seed=1))
+    new = write_bundle(tmp_path / "b", random_cases([f"c{i}" for i in range(5)], seed=2))
+    old = run_cli("compare", str(base), str(new), "--json", str(tmp_path / "old.json"))
+    assert old.returncode == 0, old.stderr
+    assert "warning: --json FILE is deprecated: write the file with --out FILE" in old.stderr
+    assert "verdict:" in old.stdout  # the tables, as before
+    now = run_cli("compare", str(base), str(new), "--out", str(tmp_path / "new.json"))
+    assert json.loads((tmp_path / "old.json").read_text()) == json.loads(
+        (tmp_path / "new.json").read_text()
+    )
+    stray = run_cli("compare", str(base), str(new), str(tmp_path / "x.json"))
+    assert stray.returncode == 2 and "unexpected argument" in stray.stderr
+    assert now.returncode == 0
 
 
 def test_merge_through_the_real_cli(tmp_path: Path) -> None:

@@ -120,6 +120,7 @@ def _ci(group: object) -> str:
 def compare(
     base: Path = typer.Argument(..., help="The baseline run bundle."),
     new: Path = typer.Argument(..., help="The run bundle to judge against it."),
+    old_json_file: Path | None = typer.Argument(None, hidden=True),
     fail_on_regression: bool = typer.Option(
         False,
         "--fail-on-regression",
@@ -128,7 +129,12 @@ def compare(
     confidence: float = typer.Option(0.95, "--confidence", help="Confidence of the interval."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed (same seed, same interval)."),
     resamples: int = typer.Option(10_000, "--resamples", min=100, help="Bootstrap resamples."),
-    json_out: Path | None = typer.Option(None, "--json", help="Also write the comparison here."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the comparison as JSON on stdout instead of the tables."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", metavar="FILE", help="Also write the comparison as JSON to this file."
+    ),
     limit: int = typer.Option(20, "--limit", min=0, help="Changed cases to list (worst first)."),
 ) -> None:
     """Per-case and per-grader score deltas between two runs, with a paired bootstrap interval.
@@ -155,6 +161,21 @@ def compare(
         )
     except BundleNotFound as exc:
         raise _fail(str(exc)) from None
+    if old_json_file is not None:  # `compare BASE NEW --json FILE`, the old spelling
+        if not as_json or out is not None:
+            raise _fail(f"unexpected argument {printable(str(old_json_file))}")
+        typer.echo(
+            "warning: --json FILE is deprecated: write the file with --out FILE; --json alone "
+            "prints the JSON on stdout (docs/reports.md)",
+            err=True,
+        )
+        out, as_json = old_json_file, False
+    gate = 1 if fail_on_regression and result.regression else 0
+    if out is not None:
+        out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2))
+        raise typer.Exit(gate)
 
     console = Console()
     if not console.is_terminal:  # CI logs and pipes: do not squeeze the table to 80 columns
@@ -226,9 +247,7 @@ def compare(
     if regressed:
         verdict += f"; [red]{len(regressed)} case(s) no longer pass[/]"
     console.print(f"verdict: {verdict}")
-    if json_out is not None:
-        json_out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
-    raise typer.Exit(1 if fail_on_regression and result.regression else 0)
+    raise typer.Exit(gate)
 
 
 def register(app: typer.Typer) -> None:

@@ -57,7 +57,13 @@ def _fail_all(problems: list[str], summary: str) -> typer.Exit:
 
 
 def run(
-    file: Path = typer.Argument(..., help="The eval file (YAML or JSON)."),
+    ctx: typer.Context,
+    files: list[Path] = typer.Argument(
+        None,
+        help="Eval files or folders of them (default: `evals` in the project config; "
+        "docs/config.md).",
+        show_default=False,
+    ),
     target: str | None = typer.Option(
         None,
         "--target",
@@ -83,7 +89,13 @@ def run(
         "--out",
         "-o",
         metavar="DIR",
-        help="Run bundle folder (default: .evalrun/runs/<time>-<eval>).",
+        help="Run bundle folder, new or empty (default: <time>-<eval> under --runs-dir).",
+    ),
+    runs_dir: Path = typer.Option(
+        Path(".evalrun/runs"),
+        "--runs-dir",
+        metavar="DIR",
+        help="Where a run without --out writes its bundle, in a folder of its own.",
     ),
     repeat: int = typer.Option(1, "--repeat", metavar="N", help="Grade each case N times."),
     threshold: float | None = typer.Option(
@@ -162,15 +174,24 @@ def run(
         help="Send OpenTelemetry spans over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
         "is set; docs/otel.md).",
     ),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Also say which config file and .env were read and where each default came from.",
+    ),
 ) -> None:
-    """Run an eval file: answer each case, grade it, write the run bundle."""
-    options = dict(
+    """Run eval files: answer each case, grade it, write a run bundle for each file."""
+    if verbose:
+        _say_project(ctx.obj)
+    options: dict[str, Any] = dict(
         target=target,
         judge=judge,
         targets=targets,
         workers=workers,
         filter=filter_,
         out=out,
+        runs_dir=runs_dir,
         repeat=repeat,
         threshold=threshold,
         max_errors=max_errors,
@@ -188,6 +209,85 @@ def run(
         ray_address=ray_address,
         otel=otel,
     )
+    problems: list[str] = []
+    paths = list(_eval_files(files or [], problems))
+    if problems:
+        raise _fail_all(problems, problems_line(problems, "run"))
+    if not paths:
+        raise _fail(
+            "no eval file: name one (evalrun run FILE) or list them under `evals` in "
+            "[tool.evalrun] (docs/config.md)"
+        )
+    if len(paths) == 1 and not any(p.is_dir() for p in files):
+        raise typer.Exit(_run_one(paths[0], options)[0])
+    if resume is not None or rerun_failed is not None:
+        raise _fail("--resume and --rerun-failed take one eval file (its bundle's)")
+    raise typer.Exit(_run_many(paths, options))
+
+
+#: Exit codes of the files of one command, least to most severe: the command exits with the
+#: most severe (docs/config.md, "Several eval files"); 130 stops at once.
+SEVERITY = (ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INCOMPLETE, ExitCode.USAGE)
+
+
+def _run_many(paths: list[Path], options: dict[str, Any]) -> int:
+    """Each file in turn, in a bundle of its own (under ``--out`` when given: one folder per
+    eval, and the combined summary beside them); the worst exit code wins."""
+    out: Path | None = options["out"]
+    names = _bundle_names(paths)
+    rows: list[dict[str, Any]] = []
+    for path, name in zip(paths, names, strict=True):
+        if not options["quiet"]:
+            typer.echo(f"── {printable(str(path))}", err=True)
+        bundle = None if out is None else out / name
+        code, written = _run_one(path, {**options, "out": bundle})
+        rows.append({"eval": str(path), "bundle": written, "exit_code": code})
+        if code == ExitCode.INTERRUPTED:
+            return code
+    worst = max((row["exit_code"] for row in rows), key=SEVERITY.index)
+    combined = {"evals": rows, "exit_code": worst}
+    for row in rows:
+        bundle_text = row["bundle"] if row["bundle"] is not None else "(no bundle)"
+        typer.echo(f"exit {row['exit_code']}  {printable(row['eval'])}  {printable(bundle_text)}")
+    typer.echo(f"{plural(len(rows), 'eval file')}: exit {worst} (the worst of them)")
+    if out is not None:
+        (out / "summary.json").write_text(json.dumps(combined, indent=2) + "\n", "utf-8")
+    return worst
+
+
+def _bundle_names(paths: list[Path]) -> list[str]:
+    """A folder name per eval file: its name without ``.eval.yaml``, ``-2``... when repeated."""
+    names: list[str] = []
+    for path in paths:
+        base = path.name.split(".eval.")[0] if ".eval." in path.name else path.stem
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}-{n}"
+        names.append(name)
+    return names
+
+
+def _say_project(project: Any) -> None:
+    """``-v``: the files the project's defaults came from, and each default's source."""
+    if project is None:
+        return
+    for label, path in (("config", project.config_file), (".env", project.dotenv_file)):
+        _say(f"{label}: {printable(str(path)) if path else 'none found'}")
+    for name, setting in sorted(project.settings.items()):
+        flag = "--" + name.replace("_", "-")
+        _say(f"default {flag} {printable(str(setting.value))} from {printable(setting.source)}")
+
+
+def _run_one(file: Path, options: dict[str, Any]) -> tuple[int, str | None]:
+    """Run one eval file; its exit code and its bundle's folder (None when nothing ran)."""
+    try:
+        return _run_file(file, options, options["quiet"])
+    except typer.Exit as exc:
+        return exc.exit_code, None
+
+
+def _run_file(file: Path, options: dict[str, Any], quiet: bool) -> tuple[int, str | None]:
     try:
         settings = RunSettings.checked(**options)  # the limits the Python API checks too
         loaded = load_eval(file)
@@ -202,7 +302,7 @@ def run(
         raise _fail("\n".join(exc.problems)) from None
     except NothingToRun as exc:
         typer.echo(str(exc))
-        raise typer.Exit(ExitCode.OK) from None
+        return ExitCode.OK, None
     out, outcome = finished.out, finished.outcome
     try:
         exit_code = write_reports(finished, prepared.options.report_formats, _say)
@@ -218,7 +318,7 @@ def run(
             err=True,
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
-    raise typer.Exit(exit_code)
+    return exit_code, str(out)
 
 
 def _index_run(summary: dict[str, Any], out: Path, exit_code: int, folder: Path) -> None:

@@ -27,7 +27,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 # Read by Ray once, when it is first imported: off, a cluster this process starts binds
 # 127.0.0.1 instead of the machine's IP (docs/distributed.md, "Network"). A driver joining a
@@ -166,6 +166,12 @@ class GraderWorker:
         await self.plan.close()
 
 
+def _actor(cls: type) -> Any:
+    """The Ray actor class ``@ray.remote`` made of ``cls`` (mypy reads a class decorator as
+    returning the class itself, so it cannot see ``.options``)."""
+    return cast(Any, cls)
+
+
 def working_folder(eval_file: Path) -> Path:
     """The folder Ray ships: the current folder if it holds the eval file, else the file's."""
     here = Path.cwd().resolve()
@@ -253,18 +259,24 @@ class RayExecutor:
             for name in plan.used_targets:
                 config = plan.pool.file.get(name)
                 actor_name = spec.limiters[name] = f"evalrun-limit-{run_id}-{name}"
-                limiters[name] = ClusterLimit.options(name=actor_name).remote(
-                    config.concurrency_bounds[0]  # fixed on a cluster, not adaptive
+                limiters[name] = (
+                    _actor(ClusterLimit)
+                    .options(name=actor_name)
+                    .remote(
+                        config.concurrency_bounds[0]  # fixed on a cluster, not adaptive
+                    )
                 )
             cpus = int(ray.cluster_resources().get("CPU", 1))
             count = max(1, min(cpus, options.workers))
             per_worker = math.ceil(options.workers / count)
             workers = [
-                GraderWorker.options(
+                _actor(GraderWorker)
+                .options(
                     max_concurrency=per_worker,
                     max_restarts=-1,
                     max_task_retries=TASK_RETRIES,
-                ).remote(spec, f"worker-{i}")
+                )
+                .remote(spec, f"worker-{i}")
                 for i in range(count)
             ]
             await asyncio.gather(*(w.ready.remote() for w in workers))

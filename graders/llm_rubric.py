@@ -97,7 +97,8 @@ def read_verdict(text: str) -> tuple[bool, float, str] | None:
     return passed, min(max(score, 0.0), 1.0), reason
 
 
-def _reading(text: str) -> Reading:
+def verdict_reading(text: str) -> Reading:
+    """A reply as a ``(pass, score, reason)`` reading, or the problem that stops it."""
     verdict = read_verdict(text)
     if verdict is None:
         return Reading(problem="no pass/score verdict in the reply", raw=text)
@@ -111,7 +112,10 @@ def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
     if inp.output is None:
         raise Abstain("there is no answer to grade")
     readings = send_batch(
-        client, [build_request(inp, item, inp.output) for item in items], inp.max_calls, _reading
+        client,
+        [build_request(inp, item, inp.output) for item in items],
+        inp.max_calls,
+        verdict_reading,
     )
     checks = []
     unreadable = []

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from grader_sdk import Abstain, GraderInput, Reading, message_text, script_grader
+from grader_sdk import Abstain, GraderInput, message_text, script_grader
 from graders._judgekit import judge_client, send_batch, shorten, truncate_middle
-from graders.llm_rubric import read_verdict
+from graders.llm_rubric import verdict_reading
 
 SYSTEM_PROMPT = (
     "You decide whether an AI agent completed the task it was given, from the record of its "
@@ -74,13 +74,6 @@ def build_request(inp: GraderInput) -> dict[str, Any]:
     return request
 
 
-def _reading(text: str) -> Reading:
-    verdict = read_verdict(text)
-    if verdict is None:
-        return Reading(problem="no pass/score verdict in the reply", raw=text)
-    return Reading(verdict, raw=text)
-
-
 def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
     if not inp.raw.get("trace"):
         raise Abstain(
@@ -89,7 +82,7 @@ def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
         )
     if inp.output is None:
         raise Abstain("there is no final answer to grade")
-    (reading,) = send_batch(client, [build_request(inp)], inp.max_calls, _reading)
+    (reading,) = send_batch(client, [build_request(inp)], inp.max_calls, verdict_reading)
     if not reading.ok:
         raise Abstain(f"the judge's verdict could not be read: {reading.explain()}")
     passed, score, reason = reading.value

@@ -350,3 +350,94 @@ def test_the_worked_example_of_the_docs(tmp_path: Path) -> None:
     documented = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
     actual = [[g["name"], g["status"], f"{g['score']:g}", g["reason"]] for g in case["graders"]]
     assert actual == documented
+
+
+# --- AgentV's trajectory assertions ---------------------------------------------------------
+
+TOOL_RUN = run_of(
+    ToolCall("knowledgeSearch", {"query": "REST"}),
+    ToolCall("shell", {"command": ["ls", "-la"]}),  # a command, not a tool
+    ToolCall("knowledgeSearch", '{"query": "GraphQL", "page": 2}'),  # JSON text is read
+    ToolCall("get_weather", {"location": "Paris", "units": "metric", "trace_id": "x1"}),
+    ToolCall("flag", {"on": True}),
+)
+
+
+@pytest.mark.parametrize(
+    ("type_", "value", "negate", "passed"),
+    [
+        ("trajectory:tool-used", "knowledgeSearch", False, True),
+        ("trajectory:tool-used", "KNOWLEDGE*", False, True),  # a glob, ignoring case
+        ("trajectory:tool-used", "shell", False, False),  # commands are not tools
+        ("trajectory:tool-used", ["knowledgeSearch", "get_weather"], False, True),
+        ("trajectory:tool-used", ["knowledgeSearch", "writeFile"], False, False),
+        ("trajectory:tool-used", ["writeFile", "deleteFile"], True, True),
+        ("trajectory:tool-used", ["writeFile", "get_weather"], True, False),
+        ("trajectory:tool-used", {"name": "knowledgeSearch", "min": 2}, False, True),
+        ("trajectory:tool-used", {"name": "knowledgeSearch", "min": 3}, False, False),
+        ("trajectory:tool-used", {"name": "knowledgeSearch", "max": 1}, False, False),
+        ("trajectory:tool-used", {"pattern": "get_*", "max": 1}, False, True),
+        ("trajectory:tool-used", {"name": "knowledgeSearch", "max": 1}, True, True),
+        ("trajectory:tool-sequence", ["knowledgeSearch", "get_weather"], False, True),
+        ("trajectory:tool-sequence", ["get_weather", "knowledgeSearch"], False, False),
+        ("trajectory:tool-sequence", {"mode": "exact", "steps": ["knowledgeSearch", "get_weather"]}, False, False),
+        ("trajectory:tool-sequence", {"mode": "exact", "steps": ["knowledgeSearch", "knowledgeSearch", "get_weather", "flag"]}, False, True),
+        ("trajectory:tool-sequence", {"mode": "in_order", "steps": ["get_weather", "knowledgeSearch"]}, True, True),
+        ("trajectory:tool-args-match", {"name": "knowledgeSearch", "args": {"query": "GraphQL"}}, False, True),
+        ("trajectory:tool-args-match", {"name": "knowledgeSearch", "args": {"query": "GraphQL"}, "mode": "exact"}, False, False),
+        ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Paris"}, "mode": "exact", "defaults": {"units": "metric"}, "ignore": "trace_*"}, False, True),
+        ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, False, False),
+        ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, True, True),
+        ("trajectory:tool-args-match", {"name": "flag", "args": {"on": 1}}, False, False),  # true is not 1
+    ],
+)  # fmt: skip
+def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: bool) -> None:
+    result = grade({"type": type_, "negate": negate, "config": {"value": value}}, TOOL_RUN)
+    assert result.status == ("passed" if passed else "failed"), result.reason
+    assert result.score == (1.0 if passed else 0.0)
+
+
+@pytest.mark.parametrize(
+    ("type_", "value", "message"),
+    [
+        ("trajectory:tool-used", 3, "trajectory:tool-used: value must be a tool name"),
+        ("trajectory:tool-used", {"min": 1}, "trajectory:tool-used: an object value must be"),
+        ("trajectory:tool-sequence", {"steps": []}, "trajectory:tool-sequence: name at least one"),
+        ("trajectory:tool-sequence", [{"min": 1}], "trajectory:tool-sequence: step 1 must be"),
+        ("trajectory:tool-args-match", {"name": "a"}, "trajectory:tool-args-match: value needs args"),
+        ("trajectory:tool-args-match", {"name": "a", "args": {}, "mode": "fuzzy"}, "trajectory:tool-args-match: mode must be"),
+    ],
+)  # fmt: skip
+def test_trajectory_assertion_config_it_cannot_read(type_: str, value: Any, message: str) -> None:
+    result = grade({"type": type_, "config": {"value": value}}, TOOL_RUN)
+    assert result.status == "error" and result.reason.startswith(message), result.reason
+
+
+#: AgentV's examples/features/trajectory-assertions-simple/evals/suite.yaml, each case's
+#: trajectory graders in order, scored by AgentV's rules (its trajectory grader) on its mock
+#: agent's runs. (The suite.baseline.jsonl beside it was recorded by an older AgentV that
+#: grouped a test's assertions into one proportional score, so it is not compared.)
+TRAJECTORY_SCORES = {
+    "any-order-pass": [1, 1],
+    "in-order-pass": [1],
+    "exact-auth-flow": [1],
+    "metrics-check": [1, 1],
+    "partial-match": [1, 1, 0],
+    "exact-args-match": [1, 1, 1],
+    "skip-args-validation": [1, 1],
+    "superset-mode": [1, 1],
+    "subset-mode": [1],
+    "mixed-args-match": [1],
+    "field-list-match": [1, 0],  # fetchData was called with endpoint, not source
+}
+
+
+@pytest.mark.slow
+def test_agentv_trajectory_example_runs_against_a_scripted_agent(tmp_path: Path) -> None:
+    suite = CORPUS / "trajectory-assertions-simple" / "evals" / "suite.yaml"
+    agent = DATA / "agentv-trajectory-agent"
+    _, cases, log = _run_agentv_file(tmp_path, suite, agent, "mock_agent")
+    assert sorted(cases) == sorted(TRAJECTORY_SCORES), log
+    for case_id, expected in TRAJECTORY_SCORES.items():
+        graders = [g for g in cases[case_id]["graders"] if g["name"] != "llm-rubric"]
+        assert [g["score"] for g in graders] == expected, (case_id, graders)

@@ -14,6 +14,7 @@ from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, skill_uses
+from evalrun.transcripts.tool_assertions import ASSERTIONS, tool_steps
 from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
 
 
@@ -242,5 +243,17 @@ def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) ->
     else:
         value = spec.value if spec.value is not None else config.get("value")
     verdict = judge_skills(read_expectation(value), skill_uses(transcript), forbidden=forbidden)
+    score = 1.0 if verdict.passed else 0.0
+    return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])
+
+
+@deterministic_check(*ASSERTIONS)
+def _trajectory_assertion(spec: GraderSpec, output: str, transcript: Transcript | None) -> Scored:
+    """AgentV's ``trajectory:`` assertions on the tool calls; ``negate`` is AgentV's
+    ``inverse`` (docs/agents.md, "AgentV's trajectory assertions")."""
+    transcript = _needs_transcript(spec, transcript)
+    value = spec.value if spec.value is not None else spec.config.get("value")
+    assertion = ASSERTIONS[spec.type]
+    verdict = assertion(value, tool_steps(transcript), inverse=spec.negate)
     score = 1.0 if verdict.passed else 0.0
     return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])

@@ -48,17 +48,6 @@ def _builtin(type_: str) -> GraderKind:
     return GraderKind(type_, "builtin", module="graders." + type_.replace("-", "_"))
 
 
-_NEEDS_TRANSCRIPT = (
-    "grades the agent's transcript (tool calls, skills, time, tokens, cost); evalrun's targets "
-    "give only a final answer, so it needs a transcript this target gives none of"
-)
-
-
-def _agent_facing(type_: str) -> GraderKind:
-    """AgentV's graders of an agent's run rather than its answer."""
-    return GraderKind(type_, "unsupported", why=f"'{type_}' {_NEEDS_TRANSCRIPT}")
-
-
 KINDS: dict[str, GraderKind] = {
     kind.type: kind
     for kind in (
@@ -85,10 +74,10 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("execution-metrics", "check"),
         GraderKind("skill-used", "check"),
         GraderKind("skill-trigger", "check"),
+        GraderKind("trajectory:tool-used", "check"),
+        GraderKind("trajectory:tool-sequence", "check"),
+        GraderKind("trajectory:tool-args-match", "check"),
         _builtin("task-completion"),
-        _agent_facing("trajectory:tool-sequence"),
-        _agent_facing("trajectory:tool-used"),
-        _agent_facing("trajectory:tool-args-match"),
         GraderKind(
             "assert-set",
             "unsupported",
@@ -102,7 +91,15 @@ KINDS: dict[str, GraderKind] = {
 ALIASES = {"code-grader": "script", "code-judge": "script", "composite": "assert-set"}
 #: checks that read their options from ``config``: an AgentV file's own keys on them go there
 #: (docs/eval-files.md, "AgentV files"), like those of the ``unsupported`` kinds
-CONFIG_OPTIONS = ("tool-trajectory", "execution-metrics", "skill-used", "skill-trigger")
+CONFIG_OPTIONS = (
+    "tool-trajectory",
+    "execution-metrics",
+    "skill-used",
+    "skill-trigger",
+    "trajectory:tool-used",
+    "trajectory:tool-sequence",
+    "trajectory:tool-args-match",
+)
 
 
 def normalize_type(value: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -23,7 +24,7 @@ from evalrun.reporters.bundle_view import BundleNotFound, BundleView
 from evalrun.reporters.compare import CaseScores
 from evalrun.results.index import IndexedRun
 from evalrun.viewer import catalog, paired
-from evalrun.viewer.bundles import MAX_PAGE, BundleCache, case_page, run_head
+from evalrun.viewer.bundles import MAX_PAGE, BundleCache, case_page, run_head, stamp
 from evalrun.viewer.gate import LoopbackGate
 
 #: The shipped assets, by the name in their URL, and their media types.
@@ -34,6 +35,8 @@ ASSETS = {
 SHELL = "index.html"
 #: The most runs one comparison may hold.
 MAX_COMPARED = 8
+#: How many comparisons are kept, so paging through one does not compute it again.
+KEPT_COMPARISONS = 4
 
 
 class AsciiJSON(JSONResponse):
@@ -62,11 +65,39 @@ class Problem(Exception):
 
 
 @dataclass
+class Comparison:
+    """Runs aligned by case (regressions first) and each later run paired with the first."""
+
+    rows: list[paired.Row]
+    pairings: list[paired.Pairing]
+
+
+@dataclass
 class Viewer:
-    """What the app reads: the index, and the bundles scanned so far."""
+    """What the app reads: the index, the bundles scanned so far, the last comparisons."""
 
     index: Path
     bundles: BundleCache = field(default_factory=BundleCache)
+    comparisons: OrderedDict[tuple[tuple[str, Any], ...], Comparison] = field(
+        default_factory=OrderedDict
+    )
+
+    def compare(self, runs: list[IndexedRun]) -> Comparison:
+        dirs = [self.bundle_dir(run) for run in runs]
+        key = tuple((str(d), stamp(d)) for d in dirs)
+        kept = self.comparisons.get(key)
+        if kept is not None:
+            self.comparisons.move_to_end(key)
+            return kept
+        scores = [_scores(self, run) for run in runs]
+        found = Comparison(
+            rows=paired.aligned_rows(scores),
+            pairings=[paired.pair(scores[0], other) for other in scores[1:]],
+        )
+        self.comparisons[key] = found
+        while len(self.comparisons) > KEPT_COMPARISONS:
+            self.comparisons.popitem(last=False)
+        return found
 
     def run(self, run_id: int) -> IndexedRun:
         run = catalog.find_run(self.index, run_id)
@@ -163,11 +194,11 @@ def create_app(index: Path) -> LoopbackGate:
         if not 2 <= len(run) <= MAX_COMPARED:
             raise Problem(400, f"compare takes 2 to {MAX_COMPARED} runs, not {len(run)}")
         chosen = [viewer.run(run_id) for run_id in run]
-        scores = [_scores(viewer, r) for r in chosen]
-        rows = paired.aligned_rows(scores)
+        found = viewer.compare(chosen)
+        rows = found.rows
         return {
             "runs": [catalog.run_row(r) for r in chosen],
-            "pairings": [paired.pair(scores[0], other).to_dict() for other in scores[1:]],
+            "pairings": [pairing.to_dict() for pairing in found.pairings],
             "regressions": sum(row.regressed for row in rows),
             "start": start,
             "total": len(rows),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from report_helpers import NASTY, judge_calls_for, mixed_cases
+from report_helpers import NASTY, case, grader, judge_calls_for, mixed_cases
 from viewer_helpers import THREE_RUNS, add_run, scored, served, three_runs
 
 from evalrun.loopback import BAD_HOST, CROSS_ORIGIN, refusal
@@ -315,3 +315,24 @@ def test_view_prints_its_url_serves_loopback_and_stops_on_ctrl_c(tmp_path: Path)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_transcripts_and_text_utf8_cannot_encode_are_served(tmp_path: Path) -> None:
+    """A case's transcript comes with it; a reason holding a lone surrogate (a grader's broken
+    output, kept as written) is escaped in the JSON rather than failing the page."""
+    index = tmp_path / "index.sqlite"
+    agent = scored("agent", 0.2)
+    agent.transcript = {
+        "steps": [{"text": "<script>x()</script>", "tool_calls": [{"name": "search"}]}],
+        "answer": "done",
+    }
+    broken = case("broken", [grader("g", 0.1, reason="bad SURROGATE byte")])
+    run = add_run(index, tmp_path / "run", [agent, broken], meta={"eval": "agents"})
+    lines = (run / "results.jsonl").read_text(encoding="utf-8")
+    (run / "results.jsonl").write_text(lines.replace("SURROGATE", "\\udcff"), encoding="utf-8")
+    with served(index) as url, httpx.Client(base_url=url, timeout=60) as client:
+        reply = client.get("/api/runs/1/cases")
+    assert reply.status_code == 200 and reply.content.isascii()
+    by_id = {c["id"]: c for c in reply.json()["cases"]}
+    assert by_id["agent"]["transcript"] == agent.transcript
+    assert by_id["broken"]["graders"][0]["reason"] == "bad \udcff byte"

@@ -8,7 +8,9 @@ file the index does not point to.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from importlib import resources
@@ -44,7 +46,21 @@ class AsciiJSON(JSONResponse):
     surrogates, which UTF-8 cannot encode but a ``\\u`` escape can carry."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
+        try:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
+        except ValueError:  # a NaN or infinity read from a bundle: JSON has no such number
+            return json.dumps(_finite(content), ensure_ascii=True).encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity replaced by None (shown as "–")."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _asset(name: str) -> bytes:
@@ -81,22 +97,26 @@ class Viewer:
     comparisons: OrderedDict[tuple[tuple[str, Any], ...], Comparison] = field(
         default_factory=OrderedDict
     )
+    #: requests are answered in a thread pool: one comparison cache update at a time
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def compare(self, runs: list[IndexedRun]) -> Comparison:
         dirs = [self.bundle_dir(run) for run in runs]
         key = tuple((str(d), stamp(d)) for d in dirs)
-        kept = self.comparisons.get(key)
-        if kept is not None:
-            self.comparisons.move_to_end(key)
-            return kept
+        with self.lock:
+            kept = self.comparisons.get(key)
+            if kept is not None:
+                self.comparisons.move_to_end(key)
+                return kept
         scores = [_scores(self, run) for run in runs]
         found = Comparison(
             rows=paired.aligned_rows(scores),
             pairings=[paired.pair(scores[0], other) for other in scores[1:]],
         )
-        self.comparisons[key] = found
-        while len(self.comparisons) > KEPT_COMPARISONS:
-            self.comparisons.popitem(last=False)
+        with self.lock:
+            self.comparisons[key] = found
+            while len(self.comparisons) > KEPT_COMPARISONS:
+                self.comparisons.popitem(last=False)
         return found
 
     def run(self, run_id: int) -> IndexedRun:

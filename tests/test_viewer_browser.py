@@ -191,6 +191,10 @@ def test_a_10000_case_run_is_paged_by_the_server(browser: Browser, site: str) ->
     assert texts(browser, "#case-list details.case .id") == passed[40:90]
     # the page holds one page of cases, not the run
     assert browser.js("document.getElementsByTagName('*').length") < 5000
+    browser.click("#problems-only")
+    wait_ready(browser, "/run/5?problems=1")
+    assert texts(browser, "#cases .pager .shown") == ["1–10 of 10"]
+    assert texts(browser, "#case-list details.case .id") == first[:10]
     assert browser.problems() == []
 
 

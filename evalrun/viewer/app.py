@@ -10,9 +10,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -22,12 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from evalrun.reporters.bundle_view import BundleNotFound, BundleView
-from evalrun.reporters.compare import CaseScores
-from evalrun.results.index import IndexedRun
-from evalrun.viewer import catalog, paired
-from evalrun.viewer.bundles import MAX_PAGE, BundleCache, case_page, run_head, stamp
+from evalrun.viewer import catalog
+from evalrun.viewer.bundles import MAX_PAGE, case_page, run_head
 from evalrun.viewer.gate import LoopbackGate
+from evalrun.viewer.state import Problem, Viewer
 
 #: The shipped assets, by the name in their URL, and their media types.
 ASSETS = {
@@ -37,8 +32,6 @@ ASSETS = {
 SHELL = "index.html"
 #: The most runs one comparison may hold.
 MAX_COMPARED = 8
-#: How many comparisons are kept, so paging through one does not compute it again.
-KEPT_COMPARISONS = 4
 
 
 class AsciiJSON(JSONResponse):
@@ -69,67 +62,6 @@ def _asset(name: str) -> bytes:
 
 def _error(status: int, message: str) -> AsciiJSON:
     return AsciiJSON({"error": message}, status_code=status)
-
-
-class Problem(Exception):
-    """A request the viewer answers with an error status and one sentence."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass
-class Comparison:
-    """Runs aligned by case (regressions first) and each later run paired with the first."""
-
-    rows: list[paired.Row]
-    pairings: list[paired.Pairing]
-
-
-@dataclass
-class Viewer:
-    """What the app reads: the index, the bundles scanned so far, the last comparisons."""
-
-    index: Path
-    bundles: BundleCache = field(default_factory=BundleCache)
-    comparisons: OrderedDict[tuple[tuple[str, Any], ...], Comparison] = field(
-        default_factory=OrderedDict
-    )
-    #: requests are answered in a thread pool: one comparison cache update at a time
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def compare(self, runs: list[IndexedRun]) -> Comparison:
-        dirs = [self.bundle_dir(run) for run in runs]
-        key = tuple((str(d), stamp(d)) for d in dirs)
-        with self.lock:
-            kept = self.comparisons.get(key)
-            if kept is not None:
-                self.comparisons.move_to_end(key)
-                return kept
-        scores = [_scores(self, run) for run in runs]
-        found = Comparison(
-            rows=paired.aligned_rows(scores),
-            pairings=[paired.pair(scores[0], other) for other in scores[1:]],
-        )
-        with self.lock:
-            self.comparisons[key] = found
-            while len(self.comparisons) > KEPT_COMPARISONS:
-                self.comparisons.popitem(last=False)
-        return found
-
-    def run(self, run_id: int) -> IndexedRun:
-        run = catalog.find_run(self.index, run_id)
-        if run is None:
-            raise Problem(404, f"no run {run_id} in the index {self.index}")
-        return run
-
-    def bundle_dir(self, run: IndexedRun) -> Path:
-        path = Path(run.bundle)
-        if not path.is_dir():
-            raise Problem(410, f"run {run.id}: its bundle {run.bundle} is gone")
-        return path
 
 
 def create_app(index: Path) -> LoopbackGate:
@@ -192,7 +124,7 @@ def create_app(index: Path) -> LoopbackGate:
     @app.get("/api/runs/{run_id}")
     def run_page(run_id: int) -> dict[str, Any]:
         run = viewer.run(run_id)
-        view = _view(viewer, run)
+        view = viewer.view(run)
         return run_head(run, view)
 
     @app.get("/api/runs/{run_id}/cases")
@@ -202,7 +134,7 @@ def create_app(index: Path) -> LoopbackGate:
         count: int = Query(50, ge=1, le=MAX_PAGE),
         problems: bool = False,
     ) -> dict[str, Any]:
-        view = _view(viewer, viewer.run(run_id))
+        view = viewer.view(viewer.run(run_id))
         return case_page(view, start=start, count=count, problems_only=problems)
 
     @app.get("/api/compare")
@@ -230,17 +162,3 @@ def create_app(index: Path) -> LoopbackGate:
         return catalog.history(viewer.index, eval)
 
     return LoopbackGate(app)
-
-
-def _view(viewer: Viewer, run: IndexedRun) -> BundleView:
-    try:
-        return viewer.bundles.view(viewer.bundle_dir(run))
-    except BundleNotFound:
-        raise Problem(410, f"run {run.id}: {run.bundle} is not a run bundle any more") from None
-
-
-def _scores(viewer: Viewer, run: IndexedRun) -> dict[str, CaseScores]:
-    try:
-        return viewer.bundles.scores(viewer.bundle_dir(run))
-    except BundleNotFound:
-        raise Problem(410, f"run {run.id}: {run.bundle} is not a run bundle any more") from None

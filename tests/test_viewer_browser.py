@@ -49,6 +49,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             output='<iframe src="javascript:window.__pwned=3"></iframe>',
         ),
     )
+    cases[0].transcript = {"steps": [{"text": "<svg onload=window.__pwned=4>"}], "answer": "ok"}
     add_run(
         index,
         root / "mixed",
@@ -155,7 +156,8 @@ def test_hostile_ids_and_reasons_stay_text(browser: Browser, site: str) -> None:
     replies = texts(browser, "pre.response")
     assert len(replies) == 2 and "</pre><script>bad()</script>" in replies[0]  # as written
     assert browser.js("typeof window.__pwned") == "undefined"
-    assert browser.js("document.querySelectorAll('img, iframe, b').length") == 0
+    assert browser.js("document.querySelectorAll('img, iframe, b, #case-list svg').length") == 0
+    assert "<svg onload=window.__pwned=4>" in texts(browser, "pre.transcript")[0]
     assert browser.js("document.scripts.length") == 1  # the shipped one only
     assert browser.problems() == []
 
@@ -189,6 +191,10 @@ def test_a_10000_case_run_is_paged_by_the_server(browser: Browser, site: str) ->
     assert texts(browser, "#case-list details.case .id") == passed[40:90]
     # the page holds one page of cases, not the run
     assert browser.js("document.getElementsByTagName('*').length") < 5000
+    browser.click("#problems-only")
+    wait_ready(browser, "/run/5?problems=1")
+    assert texts(browser, "#cases .pager .shown") == ["1–10 of 10"]
+    assert texts(browser, "#case-list details.case .id") == first[:10]
     assert browser.problems() == []
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import webbrowser
 from pathlib import Path
 
@@ -33,12 +35,20 @@ def view(
             f"note: no run index at {printable(str(index))} yet: the list is empty", err=True
         )
     typer.echo(f"evalrun view: {url}  (Ctrl-C stops it)", err=False)
-    if not no_open:
+    if not no_open and _has_desktop():
         webbrowser.open(url)
     try:
         asyncio.run(server(index).serve(sockets=[sock]))
     finally:
         sock.close()
+
+
+def _has_desktop() -> bool:
+    """Whether a browser would open in a window: without a display (ssh, CI) Python's
+    ``webbrowser`` falls back to a text browser that would take over the terminal."""
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,8 @@ file the index does not point to.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from evalrun.reporters.bundle_view import BundleNotFound, BundleView
-from evalrun.reporters.compare import CaseScores
-from evalrun.results.index import IndexedRun
-from evalrun.viewer import catalog, paired
-from evalrun.viewer.bundles import MAX_PAGE, BundleCache, case_page, run_head
+from evalrun.viewer import catalog
+from evalrun.viewer.bundles import MAX_PAGE, case_page, run_head
 from evalrun.viewer.gate import LoopbackGate
+from evalrun.viewer.state import Problem, Viewer
 
 #: The shipped assets, by the name in their URL, and their media types.
 ASSETS = {
@@ -41,7 +39,21 @@ class AsciiJSON(JSONResponse):
     surrogates, which UTF-8 cannot encode but a ``\\u`` escape can carry."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
+        try:
+            return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
+        except ValueError:  # a NaN or infinity read from a bundle: JSON has no such number
+            return json.dumps(_finite(content), ensure_ascii=True).encode("ascii")
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity replaced by None (shown as "–")."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _asset(name: str) -> bytes:
@@ -50,35 +62,6 @@ def _asset(name: str) -> bytes:
 
 def _error(status: int, message: str) -> AsciiJSON:
     return AsciiJSON({"error": message}, status_code=status)
-
-
-class Problem(Exception):
-    """A request the viewer answers with an error status and one sentence."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass
-class Viewer:
-    """What the app reads: the index, and the bundles scanned so far."""
-
-    index: Path
-    bundles: BundleCache = field(default_factory=BundleCache)
-
-    def run(self, run_id: int) -> IndexedRun:
-        run = catalog.find_run(self.index, run_id)
-        if run is None:
-            raise Problem(404, f"no run {run_id} in the index {self.index}")
-        return run
-
-    def bundle_dir(self, run: IndexedRun) -> Path:
-        path = Path(run.bundle)
-        if not path.is_dir():
-            raise Problem(410, f"run {run.id}: its bundle {run.bundle} is gone")
-        return path
 
 
 def create_app(index: Path) -> LoopbackGate:
@@ -141,7 +124,7 @@ def create_app(index: Path) -> LoopbackGate:
     @app.get("/api/runs/{run_id}")
     def run_page(run_id: int) -> dict[str, Any]:
         run = viewer.run(run_id)
-        view = _view(viewer, run)
+        view = viewer.view(run)
         return run_head(run, view)
 
     @app.get("/api/runs/{run_id}/cases")
@@ -151,7 +134,7 @@ def create_app(index: Path) -> LoopbackGate:
         count: int = Query(50, ge=1, le=MAX_PAGE),
         problems: bool = False,
     ) -> dict[str, Any]:
-        view = _view(viewer, viewer.run(run_id))
+        view = viewer.view(viewer.run(run_id))
         return case_page(view, start=start, count=count, problems_only=problems)
 
     @app.get("/api/compare")
@@ -163,11 +146,11 @@ def create_app(index: Path) -> LoopbackGate:
         if not 2 <= len(run) <= MAX_COMPARED:
             raise Problem(400, f"compare takes 2 to {MAX_COMPARED} runs, not {len(run)}")
         chosen = [viewer.run(run_id) for run_id in run]
-        scores = [_scores(viewer, r) for r in chosen]
-        rows = paired.aligned_rows(scores)
+        found = viewer.compare(chosen)
+        rows = found.rows
         return {
             "runs": [catalog.run_row(r) for r in chosen],
-            "pairings": [paired.pair(scores[0], other).to_dict() for other in scores[1:]],
+            "pairings": [pairing.to_dict() for pairing in found.pairings],
             "regressions": sum(row.regressed for row in rows),
             "start": start,
             "total": len(rows),
@@ -179,17 +162,3 @@ def create_app(index: Path) -> LoopbackGate:
         return catalog.history(viewer.index, eval)
 
     return LoopbackGate(app)
-
-
-def _view(viewer: Viewer, run: IndexedRun) -> BundleView:
-    try:
-        return viewer.bundles.view(viewer.bundle_dir(run))
-    except BundleNotFound:
-        raise Problem(410, f"run {run.id}: {run.bundle} is not a run bundle any more") from None
-
-
-def _scores(viewer: Viewer, run: IndexedRun) -> dict[str, CaseScores]:
-    try:
-        return viewer.bundles.scores(viewer.bundle_dir(run))
-    except BundleNotFound:
-        raise Problem(410, f"run {run.id}: {run.bundle} is not a run bundle any more") from None

@@ -32,7 +32,7 @@ KEPT_BUNDLES = 8
 MAX_PAGE = 200
 
 
-def _stamp(run_dir: Path) -> tuple[float, int, float, int]:
+def stamp(run_dir: Path) -> tuple[float, int, float, int]:
     """What changes when a bundle is rewritten: the mtime and size of results and summary."""
     out: list[float | int] = []
     for name in (RESULTS, SUMMARY):
@@ -57,15 +57,15 @@ class BundleCache:
 
     def view(self, run_dir: Path) -> BundleView:
         """The bundle's view; raises ``BundleNotFound`` for a folder that is not a bundle."""
-        stamp = _stamp(run_dir)
+        now = stamp(run_dir)
         with self._lock:
             kept = self._views.get(run_dir)
-            if kept is not None and kept[0] == stamp:
+            if kept is not None and kept[0] == now:
                 self._views.move_to_end(run_dir)
                 return kept[1]
         view = load_bundle(run_dir)
         with self._lock:
-            self._views[run_dir] = (stamp, view)
+            self._views[run_dir] = (now, view)
             self._views.move_to_end(run_dir)
             while len(self._views) > self._size:
                 dropped, _ = self._views.popitem(last=False)
@@ -75,15 +75,15 @@ class BundleCache:
     def scores(self, run_dir: Path) -> dict[str, CaseScores]:
         """Each case's status and score (repeats averaged), what a comparison pairs."""
         view = self.view(run_dir)
-        stamp = _stamp(run_dir)
+        now = stamp(run_dir)
         with self._lock:
             kept = self._scores.get(run_dir)
-            if kept is not None and kept[0] == stamp:
+            if kept is not None and kept[0] == now:
                 return kept[1]
         found = case_scores(view.cases)
         with self._lock:
             if run_dir in self._views:
-                self._scores[run_dir] = (stamp, found)
+                self._scores[run_dir] = (now, found)
         return found
 
 

@@ -3,12 +3,12 @@ paired with it case by case (docs/viewer.md, "Comparing runs", where the formula
 
 Pass/fail changes are tested with McNemar's exact test (a two-sided binomial test on the
 discordant cases), mean-score changes with a paired percentile bootstrap of the per-case
-deltas (``evalrun.results.stats.bootstrap_mean_ci``).
+deltas, counted in cells as a run's own interval is (``evalrun.results.stats.run_mean_ci``),
+so its cost does not grow with the number of cases.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,10 +16,9 @@ from typing import Any
 from evalrun.reporters.compare import TIE_TOLERANCE, CaseScores
 from evalrun.results import stats
 
-#: Bootstrap resamples of a comparison in the viewer: fewer than ``evalrun compare`` (10,000),
-#: so a page over large runs answers in seconds (docs/viewer.md).
-VIEW_RESAMPLES = 2_000
-VIEW_SEED = 0
+#: Bootstrap resamples and seed of a comparison: those of a run's own interval (docs/viewer.md).
+VIEW_RESAMPLES = stats.RUN_RESAMPLES
+VIEW_SEED = stats.RUN_SEED
 #: The level below which McNemar's p counts as a pass/fail change.
 ALPHA = 0.05
 
@@ -32,8 +31,10 @@ def mcnemar_exact(regressed: int, fixed: int) -> float:
     n = regressed + fixed
     if n == 0:
         return 1.0
-    low = min(regressed, fixed)
-    tail = sum(math.comb(n, k) for k in range(low + 1))
+    term = tail = 1  # C(n, 0); each next term from the last: C(n, k+1) = C(n, k)(n-k)/(k+1)
+    for k in range(min(regressed, fixed)):
+        term = term * (n - k) // (k + 1)
+        tail += term
     return min(1.0, 2 * tail / (1 << n))
 
 
@@ -91,7 +92,7 @@ def pair(
         if (b := base[c].score) is not None and (o := other[c].score) is not None
     ]
     deltas = [0.0 if abs(o - b) <= TIE_TOLERANCE else o - b for b, o in pairs]
-    ci = stats.bootstrap_mean_ci(deltas, resamples=resamples, seed=seed) if deltas else None
+    ci = stats.run_mean_ci(deltas, resamples=resamples, seed=seed)
     return Pairing(
         cases=len(shared),
         regressed=regressed,

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
+from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import (
     SandboxPolicy,
@@ -105,6 +106,8 @@ class EvalRun:
     def __init__(self, loaded: LoadedEval, options: RunOptions) -> None:
         self.loaded = loaded
         self.options = options
+        #: the open bundle's folder, for the graders' AGENTV_RUN_DIR (set by the run)
+        self._bundle_dir: Path | None = None
         spec = loaded.spec
         self.cases = select_cases(
             loaded.tests,
@@ -281,6 +284,7 @@ class EvalRun:
             job_count = sum(
                 (case.id, r) not in done for case in self.cases for r in range(options.repeat)
             )
+        self._bundle_dir = writer.directory
         try:
             executor = await self._start_executor()
         except BaseException:  # a failed start writes nothing
@@ -398,13 +402,20 @@ class EvalRun:
         return _LocalExecutor(self, self.launch_context())
 
     def launch_context(self) -> LaunchContext:
+        loaded = self.loaded
+        bundle = self._bundle_dir
         return LaunchContext(
-            eval_dir=self.loaded.folder.resolve(),
+            eval_dir=loaded.folder.resolve(),
             judge=self.judge_name,
             secret_names=self.pool.secret_env_names(),
             proxy=self._get_proxy,
             sandbox=self.sandbox,
             pools=self._pools,
+            wire="agentv" if loaded.agentv else "evalrun",
+            agentv_rules=loaded.agentv,
+            run_env={}
+            if bundle is None
+            else agentv_run_variables(bundle.resolve(), loaded.spec.name or loaded.name),
         )
 
     async def close(self) -> None:

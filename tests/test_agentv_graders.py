@@ -9,12 +9,13 @@ import json
 import os
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from evalrun.launcher.environment import agentv_run_variables
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, grader_wire, run_grader
 from evalrun.launcher.payload import Wire, build_agentv_payload, build_payload
 from evalrun.results.models import GraderResult
 from evalrun.spec.loader import load_eval
@@ -144,6 +145,13 @@ def test_a_score_without_pass_passes_at_agentv_threshold(tmp_path: Path) -> None
     assert (agentv.status, agentv.score, agentv.threshold) == ("failed", 0.67, 0.8)
 
 
+def test_only_command_graders_get_the_agentv_payload(tmp_path: Path) -> None:
+    ctx = LaunchContext(eval_dir=tmp_path, judge=None, wire="agentv")
+    assert grader_wire(GraderSpec(command=["x"]), ctx) == "agentv"
+    assert grader_wire(GraderSpec(type="llm-rubric"), ctx) == "evalrun"
+    assert grader_wire(GraderSpec(command=["x"]), replace(ctx, wire="evalrun")) == "evalrun"
+
+
 def test_run_variables_follow_agentv(tmp_path: Path) -> None:
     run_dir = tmp_path / "20261202-050000-suite"
     assert agentv_run_variables(run_dir, "suite", base={}) == {
@@ -237,3 +245,29 @@ def test_the_agentv_golden_payloads_are_agentv_payloads(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     payloads = [json.loads(p.read_text()) for p in sorted(tmp_path.glob("*.json"))]
     assert payloads and all(set(p) == AGENTV_KEYS for p in payloads)
+
+
+#: AgentV's example graders in Python (its helper aside): both commits.
+EXAMPLE_GRADERS = sorted(
+    p
+    for p in CORPUS.glob("*/examples/**/*.py")
+    if "agentv_py" not in p.parts and p.name != "build_eval.py"
+)
+#: The one that breaks on a golden payload, under AgentV too (it indexes the first expected
+#: message's "content", which a tool-call message has not).
+BREAKS_ON_TOOL_CALLS = "check_expected_output.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script", EXAMPLE_GRADERS, ids=[str(p.relative_to(CORPUS)) for p in EXAMPLE_GRADERS]
+)
+def test_agentvs_example_graders_pass_grader_check_on_agentvs_payload(script: Path) -> None:
+    commit = script.relative_to(CORPUS).parts[0]
+    env = {**os.environ, "COLUMNS": "250", "PYTHONPATH": str(sdk_python(commit) / "src")}
+    argv = ("grader", "check", "--mode", "process", "--wire", "agentv", "--", "python")
+    result = run_cli(*argv, str(script), env=env)
+    if script.name == BREAKS_ON_TOOL_CALLS:
+        assert "1 of 4 payloads broke the protocol" in result.stdout, result.stdout
+    else:
+        assert result.returncode == 0, result.stdout + result.stderr

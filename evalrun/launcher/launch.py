@@ -57,6 +57,12 @@ def grader_argv(spec: GraderSpec) -> list[str]:
     return [sys.executable, "-m", module] if module else own_python(spec.argv)
 
 
+def grader_wire(spec: GraderSpec, ctx: LaunchContext) -> Wire:
+    """The run's payload generation for a command grader; a built-in is evalrun's own grader
+    and always reads evalrun's payload (docs/grader-protocol.md, "Payload generations")."""
+    return ctx.wire if spec.kind.runs == "command" else "evalrun"
+
+
 async def run_grader(
     spec: GraderSpec,
     case: TestCase,
@@ -68,7 +74,7 @@ async def run_grader(
     if spec.kind.in_process:
         return GraderRun(run_deterministic(spec, output, transcript))
     access = spec.access
-    payload = payload_for(ctx.wire, case, spec, output, attempt, transcript)
+    payload = payload_for(grader_wire(spec, ctx), case, spec, output, attempt, transcript)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant: IssuedGrant | None = None
     proxy: GrantIssuer[Any] | None = None

@@ -227,7 +227,9 @@ def test_grader_check_passes_the_fixture_grader_on_evalrun_payloads() -> None:
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_run_records_the_failing_agentv_grader_as_error(tmp_path: Path) -> None:
+def test_a_run_records_the_failing_agentv_grader_as_agentv_does(tmp_path: Path) -> None:
+    """An AgentV file (here 4.x's ``eval_cases``): the grader that fails its input check fails
+    with score 0, as AgentV records it (docs/grader-protocol.md, "AgentV files")."""
     (tmp_path / "suite.eval.yaml").write_text(
         textwrap.dedent(
             f"""
@@ -245,6 +247,8 @@ def test_a_run_records_the_failing_agentv_grader_as_error(tmp_path: Path) -> Non
     out = tmp_path / "out"
     result = run_cli("run", str(tmp_path / "suite.eval.yaml"), "--out", str(out), cwd=tmp_path)
     rows, summary = read_bundle(out)
-    assert result.returncode != 0
-    assert rows[0]["status"] == "error"
-    assert "Evaluation failed: workspacePath: Required" in json.dumps(rows[0])
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert (rows[0]["status"], rows[0]["score"]) == ("failed", 0.0)
+    grader = rows[0]["graders"][0]
+    assert (grader["status"], grader["score"]) == ("failed", 0.0)
+    assert grader["reason"] == "Script evaluator failed: Evaluation failed: workspacePath: Required"

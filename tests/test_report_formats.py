@@ -252,8 +252,29 @@ def test_every_format_renders_an_empty_or_summary_only_bundle(tmp_path: Path) ->
     (run / "summary.json").write_text(json.dumps({"eval": "nothing", "complete": False}))
     view = load_bundle(run)
     for fmt in FORMATS:
-        assert render(view, fmt)
+        if fmt == "agentv":  # AgentV's index of no rows is an empty file
+            assert render(view, fmt) == ""
+        else:
+            assert render(view, fmt)
     _validate(write_reports(run, ("junit",))[0])
+
+
+def test_agentv_layout_keeps_hostile_text_and_stays_in_the_bundle(tmp_path: Path) -> None:
+    """Ids that look like paths and text that looks like markup: every JSON file holds them as
+    written, and every file lands inside the bundle (docs/results.md)."""
+    hostile = ["../../escape", "/abs/path", "a\\b:c*?", NASTY]
+    cases = [case(cid, [grader("g", 0.9, reason=NASTY)], output=NASTY) for cid in hostile]
+    run = write_bundle(tmp_path / "run", cases)
+    (index,) = write_reports(run, ("agentv",))
+    rows = [json.loads(line) for line in index.read_text().splitlines()]
+    assert [r["test_id"] for r in rows] == hostile
+    written = [p.resolve() for p in (tmp_path / "run").rglob("*") if p.is_file()]
+    assert all(p.is_relative_to((tmp_path / "run").resolve()) for p in written)
+    assert not (tmp_path / "escape").exists()
+    for row in rows:
+        grading = json.loads((run / row["grading_path"]).read_text())
+        assert grading["component_results"][0]["reason"] == NASTY
+        assert (run / row["answer_path"]).read_bytes() == NASTY.encode()
 
 
 def test_nasty_constant_is_nasty() -> None:

@@ -43,19 +43,33 @@ def check(
         "--mode",
         help="process (one process per payload), serve (stream mode, one worker) or both.",
     ),
+    wire: str = typer.Option(
+        "evalrun",
+        "--wire",
+        help="The payload to send: evalrun, or agentv (what an AgentV file's graders get).",
+    ),
 ) -> None:
     """Run a grader against golden payloads and a scripted judge; report contract violations."""
     from evalrun.commands.grader_check import check_grader, write_golden_payloads
+    from evalrun.launcher.payload import WIRES
 
+    chosen = next((w for w in WIRES if w == wire), None)
+    if chosen is None:
+        raise typer.BadParameter(f"--wire must be {' or '.join(WIRES)}")
     if dump is not None:
         dump.mkdir(parents=True, exist_ok=True)
-        write_golden_payloads(dump)
+        write_golden_payloads(dump, chosen)
     modes = {"both": ("process", "serve"), "process": ("process",), "serve": ("serve",)}
     if mode not in modes:
         raise typer.BadParameter("--mode must be process, serve or both")
     results = asyncio.run(
         check_grader(
-            command, cwd=cwd.resolve(), max_calls=max_calls, timeout=timeout, modes=modes[mode]
+            command,
+            cwd=cwd.resolve(),
+            max_calls=max_calls,
+            timeout=timeout,
+            modes=modes[mode],
+            wire=chosen,
         )
     )
     from rich.console import Console

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
-from evalrun.launcher.payload import build_payload
+from evalrun.launcher.payload import Wire, payload_for
 from evalrun.launcher.protocol import MIXED_OUTPUT, error_line
 from evalrun.launcher.serve import NOT_AN_ANSWER, GraderPools
 from evalrun.results.models import GraderResult
@@ -129,8 +129,9 @@ async def check_grader(
     timeout: float = 60,
     config: dict | None = None,
     modes: tuple[str, ...] = ("process", "serve"),
+    wire: Wire = "evalrun",
 ) -> list[CheckResult]:
-    """Every golden payload in each mode. In stream mode one worker serves them all, and its
+    """Every golden payload in each mode, in the payload generation ``wire``. In stream mode one worker serves them all, and its
     results must match the per-process ones; with both modes asked, a grader that does not
     answer its first line at all is reported as one that does not serve, not as broken."""
     judge = TargetConfig(
@@ -151,7 +152,7 @@ async def check_grader(
         async def started() -> JudgeProxy:
             return proxy
 
-        ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started)
+        ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started, wire=wire)
         by_payload: dict[str, GraderResult] = {}
         if "process" in modes:
             for name, case_data, output in GOLDEN:
@@ -177,7 +178,7 @@ async def _check_serving(
     spec: GraderSpec, ctx: LaunchContext, per_process: dict[str, GraderResult], *, strict: bool
 ) -> list[CheckResult]:
     pools = GraderPools(1)
-    serving = LaunchContext(eval_dir=ctx.eval_dir, judge=ctx.judge, proxy=ctx.proxy, pools=pools)
+    serving = replace(ctx, pools=pools)
     out: list[CheckResult] = []
     try:
         for index, (name, case_data, output) in enumerate(GOLDEN):
@@ -215,11 +216,11 @@ def _did_not_serve(result: GraderResult) -> bool:
     return "timed out" in reason or "before it answered" in reason or NOT_AN_ANSWER in reason
 
 
-def write_golden_payloads(folder: Path | None = None) -> Path:
+def write_golden_payloads(folder: Path | None = None, wire: Wire = "evalrun") -> Path:
     """The golden stdin payloads as files, for running a grader by hand."""
     folder = folder or Path(tempfile.mkdtemp(prefix="evalrun-golden-"))
     spec = GraderSpec(name="grader-under-check", command=["x"], target={"max_calls": 20})
     for name, case_data, output in GOLDEN:
-        payload = build_payload(TestCase.model_validate(case_data), spec, output)
+        payload = payload_for(wire, TestCase.model_validate(case_data), spec, output)
         (folder / f"{name}.json").write_text(json.dumps(payload, indent=2, ensure_ascii=False))
     return folder

@@ -25,7 +25,7 @@ def report(
         [],
         "--format",
         metavar="FORMAT",
-        help="md, html, junit or json (repeatable; default md+html+junit).",
+        help="md, html, junit, json or agentv (repeatable; default md+html+junit).",
     ),
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Write here instead of the bundle ('-' = stdout; one format)."

@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from evalrun.launcher.bytecode import use_pycache
 
@@ -103,6 +104,21 @@ def proxy_variables(url: str, token: str) -> dict[str, str]:
     for prefix in PROXY_ENV_PREFIXES:
         out[f"{prefix}_URL"] = url
         out[f"{prefix}_TOKEN"] = token
+    return out
+
+
+def agentv_run_variables(
+    run_dir: Path, experiment: str, base: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The run variables AgentV sets for its graders (docs/grader-protocol.md, "Environment"):
+    ``AGENTV_RUN_DIR`` always; ``AGENTV_RUN_TIMESTAMP`` (the run folder's name) and
+    ``AGENTV_EXPERIMENT`` only where the caller has not set them, as AgentV keeps those."""
+    base = os.environ if base is None else base
+    out = {"AGENTV_RUN_DIR": str(run_dir)}
+    if not base.get("AGENTV_RUN_TIMESTAMP", "").strip():
+        out["AGENTV_RUN_TIMESTAMP"] = run_dir.name
+    if not base.get("AGENTV_EXPERIMENT", ""):
+        out["AGENTV_EXPERIMENT"] = experiment
     return out
 
 

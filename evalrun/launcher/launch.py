@@ -15,9 +15,9 @@ from evalrun.launcher.bytecode import strict_binds
 from evalrun.launcher.deterministic import run_deterministic
 from evalrun.launcher.environment import grader_environment, own_python, proxy_variables
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
-from evalrun.launcher.payload import build_payload
+from evalrun.launcher.payload import Wire, payload_for
 from evalrun.launcher.process import ProcessOutcome, run_process
-from evalrun.launcher.protocol import interpret
+from evalrun.launcher.protocol import AGENTV_THRESHOLD, as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
 from evalrun.results.models import GraderResult, ProxyUsage
@@ -35,6 +35,13 @@ class LaunchContext:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     #: Stream-mode workers; without them every grader runs one process per case.
     pools: GraderPools | None = None
+    #: The payload command graders read: AgentV's for an AgentV file (docs/grader-protocol.md).
+    wire: Wire = "evalrun"
+    #: AgentV's verdict rules for command graders (AgentV files only, docs/grader-protocol.md,
+    #: "AgentV files"): pass at score 0.8 unless the grader says, and a failure scores 0.
+    agentv_rules: bool = False
+    #: Variables every grader of the run gets (AGENTV_RUN_DIR and its kin).
+    run_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -50,6 +57,12 @@ def grader_argv(spec: GraderSpec) -> list[str]:
     return [sys.executable, "-m", module] if module else own_python(spec.argv)
 
 
+def grader_wire(spec: GraderSpec, ctx: LaunchContext) -> Wire:
+    """The run's payload generation for a command grader; a built-in is evalrun's own grader
+    and always reads evalrun's payload (docs/grader-protocol.md, "Payload generations")."""
+    return ctx.wire if spec.kind.runs == "command" else "evalrun"
+
+
 async def run_grader(
     spec: GraderSpec,
     case: TestCase,
@@ -61,7 +74,7 @@ async def run_grader(
     if spec.kind.in_process:
         return GraderRun(run_deterministic(spec, output, transcript))
     access = spec.access
-    payload = build_payload(case, spec, output, attempt, transcript)
+    payload = payload_for(grader_wire(spec, ctx), case, spec, output, attempt, transcript)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant: IssuedGrant | None = None
     proxy: GrantIssuer[Any] | None = None
@@ -79,9 +92,13 @@ async def run_grader(
     finally:
         if grant is not None and proxy is not None:
             proxy.revoke(grant)
+    agentv = ctx.agentv_rules and spec.kind.runs == "command"
+    threshold = AGENTV_THRESHOLD if agentv else spec.threshold
     result = interpret(
-        outcome, name=spec.name or spec.type, threshold=spec.threshold, weight=spec.weight
+        outcome, name=spec.name or spec.type, threshold=threshold, weight=spec.weight
     )
+    if agentv and result.status == "error":
+        as_agentv_failure(result)
     calls: list[JudgeCall] = []
     if grant is not None and proxy is not None:
         _redact(result, proxy, grant.token)
@@ -126,13 +143,20 @@ async def _launch(
             command,
             cwd,
             spec.env,
-            lambda: grader_environment(secret_names=ctx.secret_names, allow=spec.env),
+            lambda: {
+                **grader_environment(secret_names=ctx.secret_names, allow=spec.env),
+                **ctx.run_env,
+            },
             sandbox=sandbox,
             route=route,
         )
         return await pool.run(case_line(payload, per_case), spec.timeout)
     argv = sandbox.wrap(command, cwd, route)
-    env = {**grader_environment(secret_names=ctx.secret_names, allow=spec.env), **per_case}
+    env = {
+        **grader_environment(secret_names=ctx.secret_names, allow=spec.env),
+        **ctx.run_env,
+        **per_case,
+    }
     stdin = json.dumps(payload, ensure_ascii=False).encode()
     outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)
     outcome.exit_code = sandbox.exit_status(outcome.exit_code)

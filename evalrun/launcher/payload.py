@@ -9,12 +9,17 @@ or no key at all.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from evalrun.spec.models import GraderSpec, Message, TestCase, ToolCall
 from evalrun.transcripts import Transcript
 
 PROTOCOL = "evalrun.grader/1"
+
+#: Which payload a command grader reads (docs/grader-protocol.md, "Payload generations"):
+#: evalrun's, or AgentV's, whose Python helper refuses evalrun's own keys.
+Wire = Literal["evalrun", "agentv"]
+WIRES: tuple[Wire, ...] = ("evalrun", "agentv")
 
 
 def message_dict(message: Message) -> dict[str, Any]:
@@ -87,3 +92,53 @@ def build_payload(
         "cost_usd": transcript.cost_usd if transcript else None,
         "duration_ms": transcript.duration_ms if transcript else None,
     }
+
+
+def build_agentv_payload(
+    case: TestCase,
+    grader: GraderSpec,
+    output: str | None,
+    transcript: Transcript | None = None,
+) -> dict[str, Any]:
+    """The keys AgentV's script graders get, and no other (docs/grader-protocol.md, "Payload
+    generations"): AgentV's Python helper refuses ``reference_answer``, and AgentV sends null
+    for an empty ``config`` and for absent ``metadata``."""
+    inputs = case.input_messages
+    messages = [message_dict(m) for m in inputs]
+    if transcript is not None:
+        messages += transcript.messages()
+    elif output is not None:
+        messages.append({"role": "assistant", "content": output})
+    return {
+        "criteria": case.criteria or "",
+        "expected_output": [message_dict(m) for m in case.expected_messages],
+        "output": output,
+        "messages": messages,
+        "input_files": list(case.input_files),
+        "input": [message_dict(m) for m in inputs],
+        "metadata": case.metadata or None,
+        "trace": transcript.trace() if transcript else None,
+        "trace_summary": transcript.summary() if transcript else None,
+        "token_usage": transcript.usage.to_dict() if transcript and transcript.usage else None,
+        "cost_usd": transcript.cost_usd if transcript else None,
+        "duration_ms": transcript.duration_ms if transcript else None,
+        "start_time": None,
+        "end_time": None,
+        "file_changes": None,
+        "workspace_path": None,
+        "config": grader.config or None,
+    }
+
+
+def payload_for(
+    wire: Wire,
+    case: TestCase,
+    grader: GraderSpec,
+    output: str | None,
+    attempt: int = 0,
+    transcript: Transcript | None = None,
+) -> dict[str, Any]:
+    """The payload of generation ``wire``."""
+    if wire == "agentv":
+        return build_agentv_payload(case, grader, output, transcript)
+    return build_payload(case, grader, output, attempt, transcript)

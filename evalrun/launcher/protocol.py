@@ -23,6 +23,9 @@ from evalrun.results.models import GraderResult
 from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
+#: The score at which AgentV passes a script grader that prints no ``pass`` (its default
+#: threshold; docs/grader-protocol.md, "AgentV files").
+AGENTV_THRESHOLD = 0.8
 REASON_CHARS = 300
 
 #: A line that names an error: Python's and Node's exception lines, Go and Rust panics,
@@ -132,6 +135,17 @@ def interpret(
         f": {error_line(outcome.stderr_tail)}" if outcome.stderr_tail else ""
     )
     return base
+
+
+def as_agentv_failure(result: GraderResult) -> None:
+    """A command grader of an AgentV file that failed (``error``) scores 0 and fails, as AgentV
+    records it (docs/grader-protocol.md, "AgentV files"); the reason says so."""
+    result.warnings.append(
+        "grader failed: recorded as failed with score 0, as AgentV does (an evalrun file "
+        "records error)"
+    )
+    result.status, result.score, result.passed = "failed", 0.0, False
+    result.reason = f"Script evaluator failed: {result.reason}"
 
 
 def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:

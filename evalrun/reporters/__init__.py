@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TextIO
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
 from evalrun.reporters.github import github_actions_report
 from evalrun.reporters.onepass import ReportWriter, write_all
+from evalrun.results.agentv_run import INDEX
 from evalrun.results.scan import ResultScan
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 
@@ -30,6 +31,7 @@ FORMATS: dict[str, tuple[str, str]] = {
     "html": ("html", "report.html"),
     "junit": ("junit", "junit.xml"),
     "json": ("json_report", "report.json"),
+    "agentv": ("agentv", INDEX),
 }
 DEFAULT_FORMATS = ("md", "html", "junit")
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeGuard
 
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
+from evalrun.results.agentv_run import INDEX, is_agentv_run, is_evalrun_bundle
 from evalrun.results.models import CaseResult, GraderResult
 from evalrun.results.scan import CaseIndex, ResultScan, scan_results
 from evalrun.results.summary import (
@@ -201,11 +202,10 @@ def load_bundle(
     pass a run made over it; ``calls`` likewise for ``judge-calls.jsonl``), run metadata from
     ``summary.json`` (either file may be missing, e.g. after a crash)."""
     run_dir = Path(run_dir)
-    if not run_dir.is_dir() or not (
-        (run_dir / bundle.RESULTS).is_file() or (run_dir / bundle.SUMMARY).is_file()
-    ):
+    if not run_dir.is_dir() or not (is_evalrun_bundle(run_dir) or is_agentv_run(run_dir)):
         raise BundleNotFound(
-            f"{run_dir}: not a run bundle (no {bundle.RESULTS} or {bundle.SUMMARY})"
+            f"{run_dir}: neither an evalrun run bundle (no {bundle.RESULTS} or evalrun's "
+            f"{bundle.SUMMARY}) nor an AgentV run (no {INDEX})"
         )
     meta = reader.read_meta(run_dir)
     if scan is None:

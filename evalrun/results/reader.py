@@ -1,6 +1,7 @@
 """The one reader of a run bundle: reports, merge, compare, resume and calibration all read
 ``results.jsonl`` and ``judge-calls.jsonl`` through here, so one skip rule holds for every one
-of them, and each line is known by its byte offset (docs/results.md, "Reading a bundle").
+of them, and each line is known by its byte offset (docs/results.md, "Reading a bundle"). An
+AgentV run's ``index.jsonl`` is read here too, its rows made case results by ``agentv_run.py``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic_core import from_json
 
 from evalrun.judgecall import JudgeCall
+from evalrun.results.agentv_run import INDEX, is_agentv_run, reader_of
 from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
 from evalrun.results.models import STATUSES, CaseResult, CaseTimings, GraderResult
 from evalrun.results.summary import RunMeta
@@ -133,7 +135,10 @@ def _at(path: Path, offsets: Iterable[int], convert: Callable[[Any], T]) -> Iter
 
 
 def result_lines(directory: Path) -> Iterator[tuple[int, CaseResult]]:
-    """(byte offset, result) of every result line of the bundle, in file order."""
+    """(byte offset, result) of every result line of the bundle, in file order; of an AgentV
+    run, every row of its ``index.jsonl`` (``agentv_run.py``)."""
+    if is_agentv_run(directory):
+        return _lines(directory / INDEX, reader_of(directory))
     return _lines(directory / RESULTS, _result)
 
 
@@ -163,6 +168,8 @@ def results_at(
 ) -> Iterator[CaseResult]:
     """The results whose lines start at ``offsets``, offsets :func:`result_lines` gave (so
     lines already checked); ``brief``: only what a compact report row shows."""
+    if is_agentv_run(directory):
+        return _at(directory / INDEX, offsets, reader_of(directory))
     return _at(directory / RESULTS, offsets, _brief_result if brief else CaseResult.from_dict)
 
 
@@ -183,6 +190,8 @@ def read_meta(directory: Path) -> RunMeta:
     """The run metadata of ``summary.json``; all unknown when there is none (a run that
     crashed)."""
     path = directory / SUMMARY
+    if is_agentv_run(directory):  # its summary.json is AgentV's own
+        return RunMeta(eval=directory.name, extra={"format": "agentv"})
     if not path.is_file():
         return RunMeta()
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -11,10 +11,12 @@ import asyncio
 import contextlib
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
+from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderResult, TargetUsage
@@ -33,7 +35,13 @@ class CaseGrader:
     """Grades cases of one plan in this process; owns the judge proxy and the stream-mode
     graders, which :meth:`aclose` stops (the plan's targets are closed by whoever made it)."""
 
-    def __init__(self, plan: RunPlan, spans: telemetry.Telemetry = telemetry.OFF) -> None:
+    def __init__(
+        self,
+        plan: RunPlan,
+        spans: telemetry.Telemetry = telemetry.OFF,
+        *,
+        bundle_dir: Path | None = None,
+    ) -> None:
         self.plan = plan
         #: the run's spans (docs/otel.md); off on a Ray worker
         self.telemetry = spans
@@ -47,6 +55,13 @@ class CaseGrader:
             proxy=self._get_proxy,
             sandbox=plan.sandbox,
             pools=self._pools,
+            wire="agentv" if plan.loaded.agentv else "evalrun",
+            agentv_rules=plan.loaded.agentv,
+            run_env={}
+            if bundle_dir is None
+            else agentv_run_variables(
+                bundle_dir.resolve(), plan.loaded.spec.name or plan.loaded.name
+            ),
         )
 
     async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:

@@ -73,6 +73,8 @@ class EvalRun:
         self.plan = plan
         self.options = plan.options
         #: the run's spans (docs/otel.md): started by :meth:`run`
+        #: the open bundle's folder, for the graders' AGENTV_RUN_DIR (set by the run)
+        self._bundle_dir: Path | None = None
         self.telemetry = telemetry.OFF
         #: per target: calls, concurrency reached, 429s (docs/targets.md, "Concurrency")
         self.target_stats: dict[str, dict[str, Any]] = {}
@@ -149,6 +151,7 @@ class EvalRun:
             job_count = sum(
                 (case.id, r) not in done for case in cases for r in range(options.repeat)
             )
+        self._bundle_dir = writer.directory
         try:
             executor = await self._start_executor()
         except BaseException:  # a failed start writes nothing
@@ -265,7 +268,7 @@ class EvalRun:
             from evalrun.runner.ray_executor import RayExecutor
 
             return await RayExecutor.start(self.plan)
-        return CaseGrader(self.plan, self.telemetry)
+        return CaseGrader(self.plan, self.telemetry, bundle_dir=self._bundle_dir)
 
     async def close(self) -> None:
         """Close the plan's targets (after the executor closed its graders and proxies)."""

@@ -16,6 +16,7 @@ from evalrun.compact import repeated
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.agentv_extras import (
+    AGENTV_SUITE_KEYS,
     AgentVProblem,
     interpolate_env,
     normalize_suite,
@@ -70,6 +71,9 @@ class LoadedEval:
     deprecations: list[str] = field(default_factory=list)
     #: ``file:line: key: message`` on plain values YAML 1.1 would read otherwise (``yes``, ``001``)
     warnings: list[str] = field(default_factory=list)
+    #: The file is in AgentV's format (4.x or current): its graders get AgentV's payload and
+    #: failure rule (docs/grader-protocol.md, "Payload generations").
+    agentv: bool = False
 
     def where(self, loc: tuple[Any, ...]) -> str:
         """``file:line: key`` for a key path such as ``("tests", 2, "graders", 0, "command")``."""
@@ -115,15 +119,18 @@ def load_eval(path: Path) -> LoadedEval:
             raise EvalFileError(_located(path, exc.problems, exc.lines)) from None
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
+    agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
     try:
-        data = normalize_suite(data, lines, path.parent, agentv=agentv or bool(notes))
+        data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     try:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
-    return _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
+    loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
+    loaded.agentv = agentv
+    return loaded
 
 
 def build_eval(spec: EvalFile, folder: Path, name: str) -> LoadedEval:

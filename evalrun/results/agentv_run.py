@@ -1,0 +1,199 @@
+"""AgentV's result layout (docs/results.md, "AgentV's result layout"): where its files sit, and
+an AgentV run's ``index.jsonl`` rows read as evalrun's case results, so the one bundle reader
+(``reader.py``) serves ``compare`` and ``report`` for AgentV runs too."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from evalrun.results.bundle import RESULTS, SUMMARY
+from evalrun.results.models import CaseResult, GraderResult, Status
+
+INDEX = "index.jsonl"
+GRADING = "grading.json"
+RESULT = "result.json"
+ANSWER = "outputs/answer.md"
+#: AgentV passes a score at 0.8 when nothing else says (its default threshold).
+THRESHOLD = 0.8
+#: AgentV's execution status of a result <-> evalrun's status of a case.
+EXECUTION_STATUS: dict[str, Status] = {
+    "ok": "passed",
+    "quality_failure": "failed",
+    "execution_error": "error",
+}
+#: evalrun's status of a case -> AgentV's execution status (unscored has none of its own).
+EXECUTION_OF: dict[str, str] = {
+    "passed": "ok",
+    "failed": "quality_failure",
+    "error": "execution_error",
+    "unscored": "execution_error",
+}
+_UNSAFE = re.compile(r'[/\\:*?"<>|]')
+_PREFIX_CHARS = 64
+_HASH_CHARS = 12
+
+
+def is_agentv_run(directory: Path) -> bool:
+    """An AgentV run folder: its ``index.jsonl`` and no evalrun ``results.jsonl``."""
+    return (directory / INDEX).is_file() and not (directory / RESULTS).is_file()
+
+
+def is_evalrun_bundle(directory: Path) -> bool:
+    """An evalrun bundle: ``results.jsonl``, or evalrun's ``summary.json`` alone (a run that
+    crashed early); AgentV's own ``summary.json`` names its index (``index_path``)."""
+    if (directory / RESULTS).is_file():
+        return True
+    summary = directory / SUMMARY
+    if not summary.is_file():
+        return False
+    try:
+        data = json.loads(summary.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return True  # evalrun's reader reports an unreadable summary itself
+    return not (isinstance(data, dict) and "index_path" in data)
+
+
+def test_dir(test_id: str, suite: str | None, target: str, eval_path: str | None) -> str:
+    """The folder AgentV gives a test's artifacts: its id made safe for a path (64 characters
+    at most), ``--``, and 12 hex digits of the SHA-256 of the row's identity."""
+    identity = {
+        "eval_path": eval_path,
+        "suite": suite,
+        "test_id": test_id,
+        "target": target,
+        "variant": None,
+    }
+    digest = hashlib.sha256(
+        json.dumps(identity, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
+    safe = _UNSAFE.sub("_", test_id.strip()) or "unknown"
+    return f"{safe[:_PREFIX_CHARS]}--{digest[:_HASH_CHARS]}"
+
+
+def sample_dir(repeat: int) -> str:
+    return f"sample-{repeat + 1}"
+
+
+def _field(row: dict[str, Any], snake: str, camel: str) -> Any:
+    """AgentV writes snake_case; older AgentV files and its replay fixtures, camelCase."""
+    return row[snake] if snake in row else row.get(camel)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _inside(directory: Path, relative: Any) -> Path | None:
+    """A path the row names, only when it stays inside the run folder."""
+    if not isinstance(relative, str) or not relative:
+        return None
+    path = (directory / relative).resolve()
+    return path if path.is_relative_to(directory.resolve()) and path.is_file() else None
+
+
+def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+    """evalrun's target usage (docs/results.md) as AgentV's ``token_usage`` and ``cost_usd``."""
+    found = usage.get("target")
+    target: dict[str, Any] = found if isinstance(found, dict) else {}
+    tokens = {k: target[k] for k in ("input", "output") if isinstance(target.get(k), int)}
+    out: dict[str, Any] = {"token_usage": tokens} if tokens else {}
+    cost = _number(target.get("cost_usd"))
+    if cost is not None:
+        out["cost_usd"] = cost
+    return out
+
+
+def _usage(row: dict[str, Any]) -> dict[str, Any]:
+    """AgentV's ``token_usage`` and ``cost_usd`` as evalrun's target usage."""
+    tokens = _field(row, "token_usage", "tokenUsage")
+    target = {k: tokens[k] for k in ("input", "output") if isinstance(tokens, dict) and k in tokens}
+    cost = _number(_field(row, "cost_usd", "costUsd"))
+    if cost is not None:
+        target["cost_usd"] = cost
+    return {"target": target} if target else {}
+
+
+def _grader(score: dict[str, Any]) -> GraderResult:
+    value = _number(score.get("score"))
+    passed = score.get("pass")
+    if not isinstance(passed, bool):
+        passed = value is not None and value >= THRESHOLD
+    weight = _number(score.get("weight"))
+    return GraderResult(
+        name=str(score.get("name") or score.get("type") or "grader"),
+        status="passed" if passed else "failed",
+        score=value,
+        passed=passed,
+        reason=str(score.get("reason") or ""),
+        weight=1.0 if weight is None else weight,
+        threshold=THRESHOLD,
+    )
+
+
+def _graders(row: dict[str, Any], directory: Path) -> list[GraderResult]:
+    """The row's ``scores``, else the components of its ``grading.json``."""
+    scores = row.get("scores")
+    if not isinstance(scores, list):
+        grading = _inside(directory, _field(row, "grading_path", "gradingPath"))
+        if grading is None:
+            return []
+        document = json.loads(grading.read_text(encoding="utf-8"))
+        scores = [
+            {**c, "name": (c.get("assertion") or {}).get("name")}
+            for c in document.get("component_results") or ()
+            if isinstance(c, dict)
+        ]
+    return [_grader(s) for s in scores if isinstance(s, dict)]
+
+
+def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
+    """The converter of one ``index.jsonl`` row of the AgentV run in ``directory`` into a case
+    result; it raises for a row that is not one (the reader's skip rule). A run of several
+    targets names each case ``test_id @ target``, so no row stands in for another."""
+    targets: set[str] = set()
+    with open(directory / INDEX, "rb") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("target"), str):
+                targets.add(row["target"])
+    several = len(targets) > 1
+
+    def convert(row: Any) -> CaseResult:
+        test_id = _field(row, "test_id", "testId")
+        score = _number(row.get("score"))
+        if not isinstance(test_id, str) or not test_id or score is None:
+            raise ValueError("not an AgentV result row")
+        target = row.get("target") if isinstance(row.get("target"), str) else None
+        execution = _field(row, "execution_status", "executionStatus")
+        status: Status = EXECUTION_STATUS.get(
+            execution if isinstance(execution, str) else "",
+            "passed" if score >= THRESHOLD else "failed",
+        )
+        answer = _inside(directory, _field(row, "answer_path", "answerPath"))
+        duration = _number(_field(row, "duration_ms", "durationMs"))
+        error = row.get("error")
+        sample = _field(row, "sample_index", "sampleIndex")
+        return CaseResult(
+            id=f"{test_id} @ {target}" if several and target else test_id,
+            status=status,
+            score=score,
+            graders=_graders(row, directory),
+            output=answer.read_text(encoding="utf-8") if answer else None,
+            target=target,
+            error=error if isinstance(error, str) else None,
+            repeat=sample if isinstance(sample, int) and not isinstance(sample, bool) else 0,
+            timings={} if duration is None else {"total_ms": duration},
+            usage=_usage(row),
+        )
+
+    return convert

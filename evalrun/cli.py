@@ -18,6 +18,7 @@ try:
 
     import typer
 
+    from evalrun.commands.failing import fail
     from evalrun.hardening import make_undumpable
 except KeyboardInterrupt:
     raise SystemExit(say_interrupted()) from None
@@ -163,8 +164,7 @@ def _once_each(order: list[Any]) -> None:
         if times > 1:
             name = max(param.opts, key=len)
             why = _why_one_value(param.name)
-            typer.echo(f"error: {name} was given {times} times: {why}", err=True)
-            raise typer.Exit(2)  # a usage error: nothing ran (docs/results.md)
+            raise fail(f"{name} was given {times} times: {why}")  # nothing ran
 
 
 def _one_value(param: Any) -> bool:

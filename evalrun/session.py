@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrun.errors import EvalrunError, ExitCode, UserError
 from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.scan import ResultScan
-from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 
-class EvalError(Exception):
+class EvalError(UserError):
     """The run did not start (the command line's exit 2): a bad eval file, option, target or
     bundle folder. ``problems`` are the lines the command line prints, each ``file:line: key:
     message`` where the problem has a place; ``summary`` is its closing line when there are
@@ -47,7 +48,7 @@ class EvalError(Exception):
         super().__init__("\n".join([*problems, *([summary] if summary else [])]))
 
 
-class NothingToRun(Exception):
+class NothingToRun(EvalrunError):
     """``rerun_failed`` names a bundle where no case failed: not an error (exit 0)."""
 
 

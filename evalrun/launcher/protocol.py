@@ -18,6 +18,7 @@ import re
 import signal
 from typing import Any
 
+from evalrun.errors import EvalrunError
 from evalrun.launcher.process import ProcessOutcome
 from evalrun.results.models import GraderResult
 from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
@@ -52,7 +53,7 @@ def error_line(stderr: str) -> str:
     return found if len(found) <= REASON_CHARS else found[: REASON_CHARS - 1] + "…"
 
 
-class OutputError(ValueError):
+class OutputError(EvalrunError, ValueError):
     """The grader's JSON does not follow the output contract."""
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
+from evalrun.errors import UserError
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
 from evalrun.results.models import CaseResult, GraderResult
@@ -58,7 +59,7 @@ def calls_of_repeat(case: CaseResult, calls: Iterable[JudgeCall]) -> list[JudgeC
     return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
 
 
-class BundleNotFound(FileNotFoundError):
+class BundleNotFound(UserError, FileNotFoundError):
     """The directory is not a run bundle."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun import telemetry
+from evalrun.errors import ExitCode
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, run_grader
 from evalrun.launcher.sandbox import (
@@ -38,7 +39,7 @@ from evalrun.results.reader import read_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import RunMeta, StatsBuilder, summary_dict
-from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError, check_eval, survey_cases
 from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys, select_cases

@@ -162,12 +162,12 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
         if filters and not select_cases(loaded.tests, filters=filters, shard=None):
             raise ConfigError(_no_match(filters, [case.id for case in loaded.tests]))
         if rerun_failed is not None:
-            from evalrun.results.reader import read_results
+            from evalrun.results.reader import read_case_results
             from evalrun.runner.selection import failed_ids
 
             if not rerun_failed.is_dir():
                 raise ConfigError(f"--rerun-failed: no run bundle at {rerun_failed}")
-            only_ids = failed_ids(read_results(rerun_failed))
+            only_ids = failed_ids(read_case_results(rerun_failed))
             if not only_ids:
                 raise NothingToRun(f"nothing to rerun: no case failed or errored in {rerun_failed}")
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalrun.results.models import CaseResult, GraderResult, ProxyUsage
+from evalrun.results.models import CaseResult, GraderOutcome, ProxyUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import RunMeta, summarize
 
@@ -23,10 +23,10 @@ def grader(
     threshold: float = 0.5,
     reason: str = "",
     **extra: Any,
-) -> GraderResult:
+) -> GraderOutcome:
     if status is None:
         status = "unscored" if score is None else ("passed" if score >= threshold else "failed")
-    return GraderResult(
+    return GraderOutcome(
         name=name,
         status=status,  # type: ignore[arg-type]
         score=score,
@@ -39,7 +39,7 @@ def grader(
 
 def case(
     case_id: str,
-    graders: Sequence[GraderResult],
+    graders: Sequence[GraderOutcome],
     *,
     repeat: int = 0,
     output: str | None = "an answer",

@@ -18,7 +18,7 @@ from evalrun.calibration.render import markdown, page
 from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.errors import ConfigError, ExitCode
-from evalrun.results.reader import read_results
+from evalrun.results.reader import read_case_results
 from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.session import load_problem, problems_line
@@ -92,7 +92,7 @@ def calibrate(
         outcome = asyncio.run(run.run())
         if outcome.exit_code == ExitCode.INTERRUPTED:
             raise typer.Exit(ExitCode.INTERRUPTED)
-        runs[judge] = read_results(bundle)
+        runs[judge] = read_case_results(bundle)
     result = compare(labels, runs, tolerance=tolerance)
     report = markdown(result, loaded.spec.description or loaded.name)
     (folder / "calibration.md").write_text(report, encoding="utf-8")

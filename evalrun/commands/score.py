@@ -25,8 +25,9 @@ class InputError(UserError):
     """The results file cannot be read as a list of result objects."""
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """A JSON list of objects, ``{"results": [...]}``, or JSONL (one object a line)."""
+def read_metrics_file(path: Path) -> list[dict[str, Any]]:
+    """The user's file of precomputed metrics: a JSON list of objects, ``{"results": [...]}``,
+    or JSONL (one object a line). A run bundle is read by ``results.reader`` instead."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -130,7 +131,7 @@ def score_command(
     """Score precomputed metrics with a weighted rubric (no LLM calls)."""
     try:
         loaded = load_rubric(rubric, rubrics_dir=rubrics)
-        items = read_results(results)
+        items = read_metrics_file(results)
     except (RubricError, InputError) as exc:
         raise fail(exc) from None
     if not items:

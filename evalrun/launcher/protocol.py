@@ -1,4 +1,4 @@
-"""Turn a finished grader process into a ``GraderResult`` by the rules of docs/grader-protocol.md.
+"""Turn a finished grader process into a ``GraderOutcome`` by the rules of docs/grader-protocol.md.
 
 Stdout holds a JSON object when it is one, or when one of its lines is an object that reads as
 a result (the last such line; the other lines become a warning): JSON is never plain text.
@@ -20,7 +20,7 @@ from typing import Any
 
 from evalrun.errors import EvalrunError
 from evalrun.launcher.process import ProcessOutcome
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
@@ -59,8 +59,8 @@ class OutputError(EvalrunError, ValueError):
 
 def interpret(
     outcome: ProcessOutcome, *, name: str, threshold: float, weight: float
-) -> GraderResult:
-    base = GraderResult(
+) -> GraderOutcome:
+    base = GraderOutcome(
         name=name,
         status="error",
         weight=weight,
@@ -135,7 +135,7 @@ def interpret(
     return base
 
 
-def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:
+def _graded(base: GraderOutcome, document: dict[str, Any]) -> GraderOutcome:
     try:
         _apply_output(base, document)
     except OutputError as exc:
@@ -146,7 +146,7 @@ def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:
     return base
 
 
-def _apply_output(result: GraderResult, doc: dict[str, Any]) -> None:
+def _apply_output(result: GraderOutcome, doc: dict[str, Any]) -> None:
     if doc.get("abstain") is True:
         raise OutputError("'abstain' is signalled by exit status 3, not by a field")
     checks = _checks(doc.get("checks", doc.get("assertions")))

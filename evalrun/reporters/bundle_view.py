@@ -20,7 +20,7 @@ from typing import Any, Protocol, TypeGuard
 from evalrun.errors import UserError
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
-from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.models import CaseResult, GraderOutcome
 from evalrun.results.scan import CaseIndex, ResultScan, scan_results
 from evalrun.results.summary import (
     DEFAULT_UNSTABLE_BOUND,
@@ -236,7 +236,7 @@ def case_duration_s(case: CaseResult) -> float | None:
     return (sum(graders) + (float(target) if _is_number(target) else 0.0)) / 1000.0
 
 
-def grader_problem(grader: GraderResult) -> str | None:
+def grader_problem(grader: GraderOutcome) -> str | None:
     """One line on why a grader did not pass, or None when it passed."""
     if grader.status == "passed":
         return None

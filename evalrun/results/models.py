@@ -24,7 +24,11 @@ class ProxyUsage:
 
 
 @dataclass(slots=True)
-class GraderResult:
+class GraderOutcome:
+    """What one grader gave one case, as the bundle records it: status, score, reason, and how
+    the run went (exit code, stderr tail, judge-call usage). The grader itself returns the SDK's
+    ``GraderResult``; the launcher turns its stdout into this (docs/grader-protocol.md)."""
+
     name: str
     status: Status
     score: float | None = None
@@ -50,7 +54,7 @@ class GraderResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraderResult:
+    def from_dict(cls, data: dict[str, Any]) -> GraderOutcome:
         result = cls(**{k: v for k, v in data.items() if k in _GRADER_FIELDS})
         proxy = data.get("proxy")
         result.proxy = ProxyUsage(**proxy) if proxy else None
@@ -62,7 +66,7 @@ class CaseResult:
     id: str
     status: Status
     score: float | None = None
-    graders: list[GraderResult] = field(default_factory=list)
+    graders: list[GraderOutcome] = field(default_factory=list)
     output: str | None = None
     target: str | None = None
     error: str | None = None
@@ -91,7 +95,7 @@ class CaseResult:
         """What a run keeps in memory once the full result is on disk: enough for the summary
         and the table, so memory stays flat however many cases a run has."""
         graders = [
-            GraderResult(
+            GraderOutcome(
                 name=g.name,
                 status=g.status,
                 score=g.score,
@@ -117,15 +121,15 @@ class CaseResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        graders = [GraderResult.from_dict(g) for g in data.get("graders") or ()]
+        graders = [GraderOutcome.from_dict(g) for g in data.get("graders") or ()]
         return cls(graders=graders, **{k: v for k, v in data.items() if k in _CASE_FIELDS})
 
 
 #: Keys of a result line read into the dataclasses (unknown keys are ignored; nested ones are
 #: converted by ``from_dict``).
-_GRADER_FIELDS = frozenset(GraderResult.__dataclass_fields__) - {"proxy"}
+_GRADER_FIELDS = frozenset(GraderOutcome.__dataclass_fields__) - {"proxy"}
 _CASE_FIELDS = frozenset(CaseResult.__dataclass_fields__) - {"graders"}
 #: Every field, in order, for writing a result line.
 _PROXY_KEYS = tuple(f.name for f in fields(ProxyUsage))
-_GRADER_KEYS = tuple(f.name for f in fields(GraderResult))
+_GRADER_KEYS = tuple(f.name for f in fields(GraderOutcome))
 _CASE_KEYS = tuple(f.name for f in fields(CaseResult))

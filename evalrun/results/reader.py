@@ -14,7 +14,7 @@ from pydantic_core import from_json
 
 from evalrun.judgecall import JudgeCall
 from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
-from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, GraderOutcome
 from evalrun.results.summary import RunMeta
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ def _brief_result(data: Any) -> CaseResult:
         timings=data.get("timings") or {},
         line=data.get("line"),
         graders=[
-            GraderResult(
+            GraderOutcome(
                 name=g["name"],
                 status=g["status"],
                 score=g.get("score"),
@@ -154,7 +154,9 @@ def iter_results(directory: Path) -> Iterator[CaseResult]:
     return (case for _, case in result_lines(directory))
 
 
-def read_results(directory: Path) -> list[CaseResult]:
+def read_case_results(directory: Path) -> list[CaseResult]:
+    """Every result of the bundle in ``directory``, in file order (a user's own results file is
+    ``evalrun score``'s to read: ``read_metrics_file``)."""
     return list(iter_results(directory))
 
 

@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import Any
 
 from evalrun.results import stats
-from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, GraderOutcome
 
 DEFAULT_UNSTABLE_BOUND = 0.15
 
@@ -450,7 +450,7 @@ class StatsBuilder:
                     score=score,
                     repeat=repeat,
                     graders=[
-                        GraderResult(name=g.name, status=g.status, score=g.score)
+                        GraderOutcome(name=g.name, status=g.status, score=g.score)
                         for g in case.graders
                     ],
                 )

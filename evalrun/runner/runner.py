@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from evalrun import telemetry
 from evalrun.errors import ExitCode
 from evalrun.judgecall import JudgeCall
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.sandbox import (
     SandboxPolicy,
     SandboxUnavailable,
@@ -34,8 +34,8 @@ from evalrun.launcher.sandbox import (
 )
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
-from evalrun.results.models import CaseResult, GraderResult
-from evalrun.results.reader import read_results, result_lines
+from evalrun.results.models import CaseResult, GraderOutcome
+from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
 from evalrun.results.scoring import case_score, case_status
 from evalrun.results.summary import RunMeta, StatsBuilder, summary_dict
@@ -219,7 +219,7 @@ class EvalRun:
         options = self.options
         if options.resume:  # appended to: the lines already there stay as they are
             writer = BundleWriter(options.out, mode="resume")
-            self._kept = finished_keys(read_results(options.out))
+            self._kept = finished_keys(read_case_results(options.out))
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
@@ -475,7 +475,7 @@ class EvalRun:
         try:
             runs = await asyncio.gather(
                 *(
-                    self.telemetry.grader(run_grader(g, case, output, ctx, repeat, transcript))
+                    self.telemetry.grader(launch_grader(g, case, output, ctx, repeat, transcript))
                     for g in self.graders_for(case)
                 )
             )
@@ -494,7 +494,7 @@ class EvalRun:
         result.timings["total_ms"] = round((time.monotonic() - started) * 1000, 1)
         return result, calls
 
-    def _score(self, graders: list[GraderResult]) -> float | None:
+    def _score(self, graders: list[GraderOutcome]) -> float | None:
         rubric = self.loaded.spec.rubric
         if rubric:
             from evalrun.rubric import combine_grader_scores
@@ -598,7 +598,7 @@ def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> Case
     )
 
 
-def _judge_usage(graders: list[GraderResult]) -> dict[str, Any]:
+def _judge_usage(graders: list[GraderOutcome]) -> dict[str, Any]:
     usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": 0.0}
     for grader in graders:
         if grader.proxy:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from evalrun.judgecall import JudgeCall
-    from evalrun.results.models import CaseResult, GraderResult
+    from evalrun.results.models import CaseResult, GraderOutcome
 
 #: evalrun's target kinds as GenAI semconv ``gen_ai.provider.name`` values; others as they are
 _PROVIDERS = {"azure": "azure.ai.openai", "gemini": "gcp.gemini"}
@@ -253,7 +253,7 @@ def _assistant(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
 
 
-def _grader_attributes(result: GraderResult) -> dict[str, Any]:
+def _grader_attributes(result: GraderOutcome) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "evalrun.grader.name": result.name,
         "evalrun.grader.status": result.status,

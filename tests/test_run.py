@@ -323,10 +323,10 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     result = _run_patched(
         path,
         out,
-        "import evalrun.reporters as reporters\n"
+        "import evalrun.reporters.writing as writing\n"
         "def interrupted(view, writers, drafts=None):  # the report files are open, half written\n"
         "    raise KeyboardInterrupt\n"
-        "reporters.write_all = interrupted\n",
+        "writing.write_all = interrupted\n",
     )
     assert result.returncode == 130, result.stderr
     assert f"'evalrun report {out}' writes the reports" in result.stderr

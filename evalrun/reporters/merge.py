@@ -15,7 +15,7 @@ from typing import Any
 
 from evalrun.errors import ExitCode, UserError
 from evalrun.judgecall import JudgeCall
-from evalrun.reporters import write_reports
+from evalrun.reporters.writing import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
 from evalrun.results.models import CaseResult

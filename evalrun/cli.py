@@ -18,7 +18,6 @@ try:
 
     import typer
 
-    from evalrun.commands.failing import fail
     from evalrun.hardening import make_undumpable
 except KeyboardInterrupt:
     raise SystemExit(say_interrupted()) from None
@@ -164,7 +163,9 @@ def _once_each(order: list[Any]) -> None:
         if times > 1:
             name = max(param.opts, key=len)
             why = _why_one_value(param.name)
-            raise fail(f"{name} was given {times} times: {why}")  # nothing ran
+            from evalrun.commands.failing import fail  # only when refusing
+
+            raise fail(f"{name} was given {times} times: {why}")  # nothing ran (docs/results.md)
 
 
 def _one_value(param: Any) -> bool:

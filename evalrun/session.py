@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evalrun.errors import EvalrunError, ExitCode, UserError
+from evalrun.errors import ConfigError, EvalrunError, ExitCode, UserError
 from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
@@ -26,7 +26,7 @@ from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
 from evalrun.spec.loader import EvalFileError, LoadedEval
 from evalrun.suggest import closest
-from evalrun.targets import ConfigError, StoreOptions, install_hint
+from evalrun.targets import StoreOptions, install_hint
 from evalrun.yamlsource import SourceError
 
 if TYPE_CHECKING:

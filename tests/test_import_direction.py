@@ -49,7 +49,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.hardening": set(),
     "evalrun.errors": set(),
     "evalrun.judgecall": set(),
-    "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
+    "evalrun.telemetry": ERRORS | RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.transcripts": ERRORS,
     "evalrun.yamlsource": ERRORS | {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},

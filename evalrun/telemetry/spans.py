@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
+from evalrun.errors import ExitCode
 from evalrun.telemetry import Answered, CaseDone, R, Telemetry, capture_content
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ class Tracing(Telemetry):
             self._run.set_attribute("evalrun.mean_score", summary["mean_score"])
         if summary.get("interrupted"):
             self._run.set_attribute("evalrun.interrupted", True)
-        if exit_code not in (0, 1):  # a gate that failed is a result, not an error
+        if exit_code not in (ExitCode.OK, ExitCode.GATE_FAILED):  # a failed gate is a result
             self._error(self._run, f"exit_{exit_code}")
         self._run.end()
         self._run = None

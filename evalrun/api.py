@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import ExitCode
 from evalrun.results.models import CaseResult
 from evalrun.results.reader import iter_results
 from evalrun.results.summary import compute_stats, latest_results
@@ -49,7 +50,7 @@ class RunOutcome:
     @property
     def ok(self) -> bool:
         """Every gate held (exit code 0)."""
-        return self.exit_code == 0
+        return self.exit_code == ExitCode.OK
 
     @classmethod
     def read(cls, bundle: Path, exit_code: int, notes: list[str]) -> RunOutcome:

@@ -169,8 +169,9 @@ def _once_each(order: list[Any]) -> None:
         if times > 1:
             name = max(param.opts, key=len)
             why = _why_one_value(param.name)
-            typer.echo(f"error: {name} was given {times} times: {why}", err=True)
-            raise typer.Exit(2)  # a usage error: nothing ran (docs/results.md)
+            from evalrun.commands.failing import fail  # only when refusing
+
+            raise fail(f"{name} was given {times} times: {why}")  # nothing ran (docs/results.md)
 
 
 def _one_value(param: Any) -> bool:

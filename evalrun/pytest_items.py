@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from evalrun.errors import UserError
 from evalrun.pytest_state import session
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ class EvalFileNode(pytest.File):
         return found
 
 
-class EvalCollectError(Exception):
+class EvalCollectError(UserError):
     """An eval file that does not load: shown as its ``file:line`` problems."""
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalrun.errors import UserError
 from evalrun.yamlsource import (
     SourceError,
     load_yaml_with_lines,
@@ -29,7 +30,7 @@ MissingPolicy = Literal["skip", "zero"]
 Label = Literal["excellent", "pass", "warning", "fail", "none"]
 
 
-class RubricError(Exception):
+class RubricError(UserError):
     """A rubric that cannot be found or is invalid; the CLI exits 2 on it."""
 
 

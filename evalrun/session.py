@@ -15,17 +15,18 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrun.errors import ConfigError, EvalrunError, ExitCode, UserError
 from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.scan import ResultScan
-from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
 from evalrun.spec.loader import EvalFileError, LoadedEval
 from evalrun.suggest import closest
-from evalrun.targets import ConfigError, StoreOptions, install_hint
+from evalrun.targets import StoreOptions, install_hint
 from evalrun.yamlsource import SourceError
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 Say = Callable[[str], None]
 
 
-class EvalError(Exception):
+class EvalError(UserError):
     """The run did not start (the command line's exit 2): a bad eval file, option, target or
     bundle folder. ``problems`` are the lines the command line prints, each ``file:line: key:
     message`` where the problem has a place; ``summary`` is its closing line when there are
@@ -47,7 +48,7 @@ class EvalError(Exception):
         super().__init__("\n".join([*problems, *([summary] if summary else [])]))
 
 
-class NothingToRun(Exception):
+class NothingToRun(EvalrunError):
     """``rerun_failed`` names a bundle where no case failed: not an error (exit 0)."""
 
 
@@ -164,12 +165,12 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
         if filters and not select_cases(loaded.tests, filters=filters, shard=None):
             raise ConfigError(_no_match(filters, [case.id for case in loaded.tests]))
         if rerun_failed is not None:
-            from evalrun.results.reader import read_results
+            from evalrun.results.reader import read_case_results
             from evalrun.runner.selection import failed_ids
 
             if not rerun_failed.is_dir():
                 raise ConfigError(f"--rerun-failed: no run bundle at {rerun_failed}")
-            only_ids = failed_ids(read_results(rerun_failed))
+            only_ids = failed_ids(read_case_results(rerun_failed))
             if not only_ids:
                 raise NothingToRun(f"nothing to rerun: no case failed or errored in {rerun_failed}")
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")

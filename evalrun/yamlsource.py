@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, TypeVar
 import yaml
 from yaml.resolver import Resolver
 
+from evalrun.errors import UserError
 from evalrun.safetext import repair, repair_json
 
 #: path of keys/indexes -> 1-based line number
@@ -35,7 +36,7 @@ def _is_merge(key: yaml.Node) -> bool:
     )
 
 
-class SourceError(Exception):
+class SourceError(UserError):
     """A file that cannot be parsed; the message already names file and line."""
 
 

@@ -30,10 +30,10 @@ def grader(
     threshold: float = 0.5,
     reason: str = "",
     **extra: Any,
-) -> GraderResult:
+) -> GraderOutcome:
     if status is None:
         status = "unscored" if score is None else ("passed" if score >= threshold else "failed")
-    return GraderResult(
+    return GraderOutcome(
         name=name,
         status=status,  # type: ignore[arg-type]
         score=score,
@@ -46,7 +46,7 @@ def grader(
 
 def case(
     case_id: str,
-    graders: Sequence[GraderResult],
+    graders: Sequence[GraderOutcome],
     *,
     repeat: int = 0,
     output: str | None = "an answer",

@@ -16,9 +16,9 @@ import pytest
 
 from evalrun.commands.grader_check import write_golden_payloads
 from evalrun.launcher.environment import agentv_run_variables
-from evalrun.launcher.launch import LaunchContext, grader_wire, run_grader
+from evalrun.launcher.launch import LaunchContext, grader_wire, launch_grader
 from evalrun.launcher.payload import Wire, build_agentv_payload, build_payload
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.spec.loader import load_eval
 from evalrun.spec.models import GraderSpec, TestCase
 from tests.conftest import ROOT, read_bundle, run_cli
@@ -84,9 +84,9 @@ def launch(
     *,
     wire: Wire = "evalrun",
     agentv_rules: bool = False,
-) -> GraderResult:
+) -> GraderOutcome:
     ctx = LaunchContext(eval_dir=tmp_path, judge=None, wire=wire, agentv_rules=agentv_rules)
-    return asyncio.run(run_grader(spec, case, output, ctx)).result
+    return asyncio.run(launch_grader(spec, case, output, ctx)).result
 
 
 @pytest.fixture(params=COMMITS)

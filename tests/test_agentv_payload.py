@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from evalrun.commands.grader_check import GOLDEN
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.payload import build_payload
 from evalrun.spec.loader import load_eval
 from evalrun.spec.models import GraderSpec, TestCase
@@ -149,7 +149,7 @@ def test_the_fixture_grader_accepts_every_evalrun_payload(label: str, case: Test
 
 def launch(spec: GraderSpec, case: TestCase, output: str | None, tmp_path: Path):
     ctx = LaunchContext(eval_dir=tmp_path, judge=None)
-    return asyncio.run(run_grader(spec, case, output, ctx)).result
+    return asyncio.run(launch_grader(spec, case, output, ctx)).result
 
 
 @pytest.mark.parametrize("style", ["4x", "current"])

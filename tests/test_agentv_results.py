@@ -15,7 +15,7 @@ from report_helpers import case, grader, write_bundle
 
 from evalrun.reporters import BundleNotFound, load_bundle, write_reports
 from evalrun.reporters.compare import compare_bundles
-from evalrun.results.reader import read_results
+from evalrun.results.reader import read_case_results
 from tests.conftest import ROOT, read_bundle, run_cli
 
 RUNS = ROOT / "tests" / "data" / "agentv_runs"
@@ -103,10 +103,10 @@ def test_an_exported_run_reads_back_as_the_same_run(bundle: Path, tmp_path: Path
     for folder in bundle.iterdir():
         if folder.is_dir() and "--" in folder.name:
             shutil.copytree(folder, agentv / folder.name)
-    before = {c.id: (c.status, c.score, c.output) for c in read_results(bundle)}
-    after = {c.id: (c.status, c.score, c.output) for c in read_results(agentv)}
+    before = {c.id: (c.status, c.score, c.output) for c in read_case_results(bundle)}
+    after = {c.id: (c.status, c.score, c.output) for c in read_case_results(agentv)}
     assert after == before
-    graders = {c.id: [(g.name, g.score) for g in c.graders] for c in read_results(agentv)}
+    graders = {c.id: [(g.name, g.score) for g in c.graders] for c in read_case_results(agentv)}
     assert graders["river/long"] == [("contains", 0.0), ("icontains", 1.0)]
     comparison = compare_bundles(load_bundle(bundle), load_bundle(agentv)).to_dict()
     assert comparison["overall"]["paired"] == 2
@@ -135,7 +135,7 @@ def test_report_reads_an_agentv_run(tmp_path: Path) -> None:
     assert report["counts"]["passed"] == 3  # no execution status: AgentV's 0.8 decides
     camel = tmp_path / "camel"
     shutil.copytree(RUNS / "camel-replay", camel)
-    (case,) = read_results(camel)
+    (case,) = read_case_results(camel)
     assert (case.id, case.status, case.score, case.target) == (
         "wtg-replay-fail",
         "failed",
@@ -225,7 +225,7 @@ def test_rows_that_are_not_results_are_skipped(tmp_path: Path) -> None:
         '{"test_id": "c", "score": 0.5, "execution_status": "execution_error"}\n'
         '{"test_id": "d", "score": 0.2, "answer_path": "../../../etc/passwd"}\n'
     )
-    cases = {c.id: (c.status, c.score, c.output) for c in read_results(tmp_path)}
+    cases = {c.id: (c.status, c.score, c.output) for c in read_case_results(tmp_path)}
     assert cases == {
         "a": ("passed", 0.9, None),
         "c": ("error", 0.5, None),

@@ -54,7 +54,7 @@ def _damaged_bundle(directory: Path) -> tuple[Path, list[str]]:
 
 def test_every_damaged_line_is_skipped_and_every_result_kept(tmp_path: Path) -> None:
     run, ids = _damaged_bundle(tmp_path / "run")
-    assert [c.id for c in reader.read_results(run)] == ids
+    assert [c.id for c in reader.read_case_results(run)] == ids
     raw = (run / "results.jsonl").read_bytes()
     for offset, result in reader.result_lines(run):  # each offset is where its line starts
         assert json.loads(raw[offset:].split(b"\n", 1)[0])["id"] == result.id
@@ -68,7 +68,7 @@ def test_reports_merge_and_compare_read_the_same_results(tmp_path: Path) -> None
     assert view.stats.counts.total == len(ids) and view.stats.counts.failed == 1
     assert view.judge_stats["count"] == 1
     merged = merge_bundles([run], tmp_path / "merged")
-    assert [c.id for c in reader.read_results(merged.out_dir)] == ids
+    assert [c.id for c in reader.read_case_results(merged.out_dir)] == ids
     assert merged.summary["counts"]["total"] == len(ids)
     assert len(reader.read_judge_calls(merged.out_dir)) == 1
     comparison = compare_bundles(view, load_bundle(merged.out_dir))
@@ -113,7 +113,7 @@ def test_resume_reads_the_same_lines(tmp_path: Path, finished: str) -> None:
     (out / "results.jsonl").write_bytes(lines)
     done = run_cli(str(tmp_path / "suite.eval.yaml"), "--resume", str(out), cwd=tmp_path)
     assert done.returncode == (0 if finished == "passed" else 1), done.stderr
-    results = reader.read_results(out)
+    results = reader.read_case_results(out)
     assert [c.id for c in results] == ["a", "b", "c"]
     assert results[0].status == finished  # the kept line, not graded again
     # appended to, not rewritten: the damaged lines stay where they were, skipped, and the
@@ -147,7 +147,7 @@ def test_a_lone_surrogate_escape_reads_as_json_reads_it(tmp_path: Path) -> None:
     run = write_bundle(tmp_path / "run", [case("a", [grader("g", 0.9)])])
     line = (run / "results.jsonl").read_bytes().replace(b'"an answer"', b'"an \\ud800 answer"')
     (run / "results.jsonl").write_bytes(line)
-    assert [c.output for c in reader.read_results(run)] == ["an \ud800 answer"]
+    assert [c.output for c in reader.read_case_results(run)] == ["an \ud800 answer"]
 
 
 def test_summary_json_reads_back_as_typed_run_metadata(tmp_path: Path) -> None:

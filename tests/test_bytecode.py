@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.launcher import bytecode
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.sandbox import SandboxPolicy, why_unavailable
 from evalrun.spec.models import GraderSpec, TestCase
 
@@ -77,7 +77,7 @@ def report(
     (folder / "g.py").write_text(textwrap.dedent(REPORTER))
     spec = GraderSpec(name="g", command=[sys.executable, "g.py"], timeout=30, env=env or [])
     ctx = LaunchContext(eval_dir=folder, judge=None, sandbox=sandbox or SandboxPolicy())
-    result = asyncio.run(run_grader(spec, CASE, "a", ctx)).result
+    result = asyncio.run(launch_grader(spec, CASE, "a", ctx)).result
     assert result.score == 1.0, (result.reason, result.stderr_tail)
     return json.loads(result.reason or "")
 

@@ -18,8 +18,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("evalrun", "proxy", "grader_sdk", "graders", "rubrics")
 
+#: The root of evalrun's errors and the exit codes (evalrun/errors.py): every unit of evalrun
+#: may raise them, the records included; it imports nothing of ours.
+ERRORS = {"evalrun.errors"}
 #: Foundations: small modules with no knowledge of any stage.
-BASE = {
+BASE = ERRORS | {
     "evalrun.safetext",
     "evalrun.suggest",
     "evalrun.compact",
@@ -46,10 +49,11 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
     "evalrun.loopback": set(),
+    "evalrun.errors": set(),
     "evalrun.judgecall": set(),
-    "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
-    "evalrun.transcripts": set(),
-    "evalrun.yamlsource": {"evalrun.safetext", "evalrun.suggest"},
+    "evalrun.telemetry": ERRORS | RECORDS | FORMATS,  # the records and results it makes spans of
+    "evalrun.transcripts": ERRORS,
+    "evalrun.yamlsource": ERRORS | {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},
     "evalrun.spec": BASE,
     "evalrun.results": BASE | RECORDS,
@@ -275,6 +279,9 @@ def test_every_unit_is_in_the_table() -> None:
         ("rubrics", "from grader_sdk import replies\n", "rubrics imports grader_sdk"),
         ("evalrun.api", "from evalrun.commands import run\n", "imports the command line"),
         ("evalrun.spec.x", "from evalrun.api import run\n", "imports evalrun.api"),
+        ("evalrun.errors", "from evalrun.safetext import printable\n", "errors imports"),
+        ("evalrun.transcripts.x", "from evalrun.suggest import near\n", "transcripts imports"),
+        ("grader_sdk.x", "from evalrun.errors import UserError\n", "grader_sdk imports"),
     ],
 )
 def test_the_check_catches_a_wrong_import(module: str, source: str, expected: str) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from evalrun.launcher.environment import grader_environment
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.payload import build_payload
 from evalrun.launcher.process import run_process
 from evalrun.launcher.protocol import interpret
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec, TestCase
 
 CASE = TestCase.model_validate(
@@ -44,13 +44,13 @@ def grade(
     timeout: float = 10,
     shell: bool = False,
     output: str | None = "Paris.",
-) -> GraderResult:
+) -> GraderOutcome:
     script = tmp_path / ("g.sh" if shell else "g.py")
     script.write_text(textwrap.dedent(source))
     command = ["sh", str(script)] if shell else [sys.executable, str(script)]
     spec = GraderSpec(name="g", command=command, timeout=timeout)
     ctx = LaunchContext(eval_dir=tmp_path, judge=None)
-    return asyncio.run(run_grader(spec, CASE, output, ctx)).result
+    return asyncio.run(launch_grader(spec, CASE, output, ctx)).result
 
 
 def test_payload_follows_the_protocol():
@@ -220,7 +220,7 @@ def test_grader_that_never_reads_a_large_stdin(tmp_path):
     spec = GraderSpec(name="g", command=[sys.executable, "-c", "print('fine')"], timeout=10)
     big_case = CASE.model_copy(update={"criteria": "x" * 5_000_000})
     result = asyncio.run(
-        run_grader(spec, big_case, "out", LaunchContext(eval_dir=tmp_path, judge=None))
+        launch_grader(spec, big_case, "out", LaunchContext(eval_dir=tmp_path, judge=None))
     ).result
     assert result.status == "passed" and result.reason == "fine"
 
@@ -255,7 +255,7 @@ def test_forked_child_does_not_outlive_the_grader(tmp_path):
 def test_missing_executable_is_an_error(tmp_path):
     spec = GraderSpec(name="g", command=["definitely-not-a-command-xyz"], timeout=5)
     result = asyncio.run(
-        run_grader(spec, CASE, "o", LaunchContext(eval_dir=tmp_path, judge=None))
+        launch_grader(spec, CASE, "o", LaunchContext(eval_dir=tmp_path, judge=None))
     ).result
     assert result.status == "error" and "cannot start" in result.reason
 
@@ -425,12 +425,12 @@ def test_evalrun_is_not_dumpable_but_its_graders_are(tmp_path):
         "from pathlib import Path\n"
         "from evalrun.hardening import make_undumpable\n"
         f"{IS_DUMPABLE}"
-        "from evalrun.launcher.launch import LaunchContext, run_grader\n"
+        "from evalrun.launcher.launch import LaunchContext, launch_grader\n"
         "from evalrun.spec.models import GraderSpec, TestCase\n"
         "assert make_undumpable() and is_dumpable() is False\n"
         f"spec = GraderSpec(name='p', command=[sys.executable, {str(probe)!r}])\n"
         "case = TestCase(id='c', input='x')\n"
-        f"run = asyncio.run(run_grader(spec, case, 'o', LaunchContext(eval_dir=Path({str(tmp_path)!r}), judge=None)))\n"
+        f"run = asyncio.run(launch_grader(spec, case, 'o', LaunchContext(eval_dir=Path({str(tmp_path)!r}), judge=None)))\n"
         "print(run.result.score)\n"
     )
     import subprocess

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.commands.score import InputError, metrics_of, read_results
+from evalrun.commands.score import InputError, metrics_of, read_metrics_file
 from tests.conftest import run_cli
 
 ROWS = [
@@ -120,8 +120,8 @@ def test_rubrics_list_and_show_honour_the_rubrics_folder(tmp_path: Path) -> None
 def test_read_results_and_metrics_helpers(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"id": 1, "metrics": {"a": 1}}')
-    items = read_results(path)
+    items = read_metrics_file(path)
     assert metrics_of(items[0]) == {"a": 1}
     path.write_text('{"a": 1}\n{"a": 2')
     with pytest.raises(InputError, match=":2: invalid JSON"):
-        read_results(path)
+        read_metrics_file(path)

@@ -213,7 +213,7 @@ def test_resume_keeps_every_earlier_line_and_judge_call(tmp_path):
     after = (out / "results.jsonl").read_bytes()
     assert after.startswith(before + torn + b"\n")  # nothing earlier rewritten or lost
     assert (out / "judge-calls.jsonl").read_bytes().startswith(calls_before)
-    assert sorted(c.id for c in reader.read_results(out)) == ["france", "given", "spain"]
+    assert sorted(c.id for c in reader.read_case_results(out)) == ["france", "given", "spain"]
     assert json.loads((out / "summary.json").read_text())["counts"]["total"] == 3
     calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
     assert sorted(c["case_id"] for c in calls) == ["france", "given", "spain"]
@@ -323,10 +323,10 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     result = _run_patched(
         path,
         out,
-        "import evalrun.reporters as reporters\n"
+        "import evalrun.reporters.writing as writing\n"
         "def interrupted(view, writers, drafts=None):  # the report files are open, half written\n"
         "    raise KeyboardInterrupt\n"
-        "reporters.write_all = interrupted\n",
+        "writing.write_all = interrupted\n",
     )
     assert result.returncode == 130, result.stderr
     assert f"'evalrun report {out}' writes the reports" in result.stderr
@@ -357,7 +357,7 @@ def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path,
     resumed = run_cli(str(path), "--resume", str(out), "--repeat", str(repeat))
     results = 3 * repeat
     # every line kept, plus a new one for each errored (case, repeat): france and spain's
-    assert len(reader.read_results(out)) == results + 2 * repeat
+    assert len(reader.read_case_results(out)) == results + 2 * repeat
     summary = json.loads((out / "summary.json").read_text())
     assert summary["counts"]["total"] == results
     assert summary["counts"]["passed"] == results and summary["counts"]["error"] == 0
@@ -405,12 +405,12 @@ def test_command_python_is_the_interpreter_evalrun_runs_under(tmp_path):
     path = make_eval(tmp_path, body, grader=SDK_GRADER)
     result = run_cli(str(path), "--out", str(tmp_path / "o"), env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    (case,) = reader.read_results(tmp_path / "o")
+    (case,) = reader.read_case_results(tmp_path / "o")
     assert [(g.name, g.status) for g in case.graders] == [("plain", "passed"), ("three", "passed")]
     # a path names the interpreter: evalrun runs that one (the shim, which fails)
     path.write_text(textwrap.dedent(body).replace("[python,", f"[{bin_dir / 'python'},"))
     result = run_cli(str(path), "--out", str(tmp_path / "p"), "--max-errors", "1", env=env)
-    (case,) = reader.read_results(tmp_path / "p")
+    (case,) = reader.read_case_results(tmp_path / "p")
     assert case.graders[0].status == "error" and "grader_sdk" in case.graders[0].stderr_tail
     assert case.graders[1].status == "passed"
 

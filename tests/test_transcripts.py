@@ -212,9 +212,9 @@ def test_real_run_carries_the_transcript(tmp_path: Path, fmt: str) -> None:
     if expected.cost_usd is not None:
         assert case["usage"]["target"]["cost_usd"] == expected.cost_usd
     # the bundle reader and every report format read a bundle with transcripts
-    from evalrun.results.reader import read_results
+    from evalrun.results.reader import read_case_results
 
-    (read,) = list(read_results(tmp_path / "run"))
+    (read,) = list(read_case_results(tmp_path / "run"))
     assert read.transcript == case["transcript"]
     for fmt_ in ("md", "html", "junit", "json"):
         report = subprocess.run(

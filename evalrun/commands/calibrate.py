@@ -15,12 +15,15 @@ import typer
 
 from evalrun.calibration.compare import calibrate as compare
 from evalrun.calibration.render import markdown, page
+from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
-from evalrun.results.reader import read_results
-from evalrun.runner.options import ExitCode, RunOptions
+from evalrun.errors import ConfigError, ExitCode
+from evalrun.results.reader import read_case_results
+from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError
+from evalrun.session import load_problem, problems_line
 from evalrun.spec.loader import EvalFileError, load_eval
-from evalrun.targets import ConfigError, StoreOptions
+from evalrun.targets import StoreOptions
 
 
 def calibrate(
@@ -55,17 +58,14 @@ def calibrate(
     try:
         loaded = load_eval(file)
     except EvalFileError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(ExitCode.USAGE) from None
+        raise fail(load_problem(exc)) from None
     labels = {case.id: case.labels for case in loaded.tests if case.labels}
     if not labels:
-        typer.echo(f"error: {file}: no case carries labels: (see docs/judges.md)", err=True)
-        raise typer.Exit(ExitCode.USAGE)
+        raise fail(f"{file}: no case carries labels: (see docs/judges.md)")
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     folder = out or Path(".evalrun/calibrations") / f"{stamp}-{loaded.name}"
     if folder.exists() and any(folder.iterdir()):
-        typer.echo(f"error: --out {folder} is not empty", err=True)
-        raise typer.Exit(ExitCode.USAGE)
+        raise fail(f"--out {folder} is not empty")
     runs = {}
     for judge in dict.fromkeys(judges):
         bundle = folder / "runs" / judge.replace("/", "_")
@@ -85,16 +85,15 @@ def calibrate(
         try:
             run = EvalRun(plan_run(loaded, options))
         except PreflightError as exc:
-            typer.echo("\n".join(exc.problems), err=True)
-            raise typer.Exit(ExitCode.USAGE) from None
+            summary = problems_line(exc.problems, f"calibrate with {judge}")
+            raise fail(summary, problems=exc.problems) from None
         except (ConfigError, ValueError) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(ExitCode.USAGE) from None
+            raise fail(str(exc)) from None
         typer.echo(f"judging {len(labels)} labelled cases with {judge} ...", err=True)
         outcome = asyncio.run(run.run())
         if outcome.exit_code == ExitCode.INTERRUPTED:
             raise typer.Exit(ExitCode.INTERRUPTED)
-        runs[judge] = read_results(bundle)
+        runs[judge] = read_case_results(bundle)
     result = compare(labels, runs, tolerance=tolerance)
     report = markdown(result, loaded.spec.description or loaded.name)
     (folder / "calibration.md").write_text(report, encoding="utf-8")

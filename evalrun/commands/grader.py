@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from evalrun.errors import ExitCode
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -103,7 +105,7 @@ def check(
     payloads = len({r.payload for r in results if r.payload != "(all)"})
     if broken:
         console.print(f"[red]{len(broken)} of {payloads} payloads broke the protocol[/]")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.GATE_FAILED)
     served = any(r.mode == "serve" and r.payload != "(all)" for r in results)
     how = " (also in stream mode)" if served and mode == "both" else ""
     console.print(f"[green]the grader follows the protocol on all {payloads} payloads{how}[/]")

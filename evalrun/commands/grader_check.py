@@ -10,11 +10,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evalrun.judgecall import JudgeCall
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.payload import Wire, payload_for
 from evalrun.launcher.protocol import MIXED_OUTPUT, error_line
 from evalrun.launcher.serve import NOT_AN_ANSWER, GraderPools
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.runner.judging import judge_proxy
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.targets import TargetConfig, TargetPool, TargetsFile
@@ -94,7 +94,7 @@ SERVE_PROBE_S = 5.0
 @dataclass
 class CheckResult:
     payload: str
-    result: GraderResult
+    result: GraderOutcome
     problems: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     #: The proxy's records of this payload's judge calls (question, task, reply).
@@ -102,7 +102,7 @@ class CheckResult:
     mode: str = "process"
 
 
-def _problems(result: GraderResult) -> tuple[list[str], list[str]]:
+def _problems(result: GraderOutcome) -> tuple[list[str], list[str]]:
     problems: list[str] = []
     warnings: list[str] = []
     if result.status == "error":
@@ -153,15 +153,15 @@ async def check_grader(
             return proxy
 
         ctx = LaunchContext(eval_dir=cwd, judge=JUDGE, proxy=started, wire=wire)
-        by_payload: dict[str, GraderResult] = {}
+        by_payload: dict[str, GraderOutcome] = {}
         if "process" in modes:
             for name, case_data, output in GOLDEN:
                 case = TestCase.model_validate(case_data)
-                run = await run_grader(spec, case, output, ctx)
+                run = await launch_grader(spec, case, output, ctx)
                 first = run.result
                 problems, warnings = _problems(first)
                 if first.status in ("passed", "failed"):
-                    second = (await run_grader(spec, case, output, ctx)).result
+                    second = (await launch_grader(spec, case, output, ctx)).result
                     if second.score != first.score:
                         warnings.append(
                             f"not deterministic against a scripted judge: {first.score} then {second.score}"
@@ -175,7 +175,7 @@ async def check_grader(
 
 
 async def _check_serving(
-    spec: GraderSpec, ctx: LaunchContext, per_process: dict[str, GraderResult], *, strict: bool
+    spec: GraderSpec, ctx: LaunchContext, per_process: dict[str, GraderOutcome], *, strict: bool
 ) -> list[CheckResult]:
     pools = GraderPools(1)
     serving = replace(ctx, pools=pools)
@@ -185,7 +185,7 @@ async def _check_serving(
             timeout = spec.timeout if strict or index else min(spec.timeout, SERVE_PROBE_S)
             served = spec.model_copy(update={"mode": "serve", "timeout": timeout})
             case = TestCase.model_validate(case_data)
-            run = await run_grader(served, case, output, serving)
+            run = await launch_grader(served, case, output, serving)
             result = run.result
             if index == 0 and not strict and result.status == "error" and _did_not_serve(result):
                 note = "does not answer in stream mode (run it with mode: process)"
@@ -211,7 +211,7 @@ async def _check_serving(
     return out
 
 
-def _did_not_serve(result: GraderResult) -> bool:
+def _did_not_serve(result: GraderOutcome) -> bool:
     reason = result.reason
     return "timed out" in reason or "before it answered" in reason or NOT_AN_ANSWER in reason
 

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS
+from evalrun.errors import ConfigError
 from evalrun.targets import (
-    ConfigError,
     TargetPool,
     UnknownTarget,
     load_targets,
@@ -84,11 +85,9 @@ def proxy_command(
             file.get(name)
         pool.check(names)
     except UnknownTarget as exc:
-        typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(f"{exc}; {lookup.describe() if lookup else ''}") from None
     except (ConfigError, SourceError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     asyncio.run(_serve(pool, target, max_calls, names if allow else None))
 
 

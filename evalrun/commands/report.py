@@ -8,15 +8,10 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.failing import fail
+from evalrun.errors import ExitCode
 from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
 from evalrun.safetext import printable
-
-USAGE = 2
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(USAGE)
 
 
 def report(
@@ -50,9 +45,9 @@ def report(
     chosen = list(dict.fromkeys(formats)) or list(DEFAULT_FORMATS)
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown:
-        raise _fail(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
+        raise fail(f"unknown format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     if out is not None and len(chosen) != 1:
-        raise _fail("--out takes exactly one --format")
+        raise fail("--out takes exactly one --format")
     try:
         if out is None:  # into the bundle: every format in one pass over the results
             for path in write_reports(run_dir, chosen, unstable_bound=unstable_bound):
@@ -60,7 +55,7 @@ def report(
             return
         view = load_bundle(run_dir, unstable_bound=unstable_bound)
     except BundleNotFound as exc:
-        raise _fail(str(exc)) from None
+        raise fail(exc) from None
     (fmt,) = chosen
     if str(out) == "-":
         write(view, fmt, sys.stdout)
@@ -90,7 +85,7 @@ def merge(
             run_dirs, out, formats=() if no_reports else DEFAULT_FORMATS, force=force
         )
     except MergeError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(exc) from None
     for warning in result.warnings:
         typer.echo(f"warning: {warning}", err=True)
     s = result.summary
@@ -103,7 +98,7 @@ def merge(
     )
     if not no_reports:
         github_actions_report(out)
-    raise typer.Exit(s.get("exit_code") or 0)
+    raise typer.Exit(s.get("exit_code") or ExitCode.OK)
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -150,7 +145,7 @@ def compare(
     from evalrun.reporters.compare import TIE_TOLERANCE, compare_bundles
 
     if not 0 < confidence < 1:
-        raise _fail("--confidence must be between 0 and 1")
+        raise fail("--confidence must be between 0 and 1")
     try:
         result = compare_bundles(
             load_bundle(base),
@@ -160,17 +155,17 @@ def compare(
             resamples=resamples,
         )
     except BundleNotFound as exc:
-        raise _fail(str(exc)) from None
+        raise fail(exc) from None
     if old_json_file is not None:  # `compare BASE NEW --json FILE`, the old spelling
         if not as_json or out is not None:
-            raise _fail(f"unexpected argument {printable(str(old_json_file))}")
+            raise fail(f"unexpected argument {printable(str(old_json_file))}")
         typer.echo(
             "warning: --json FILE is deprecated: write the file with --out FILE; --json alone "
             "prints the JSON on stdout (docs/reports.md)",
             err=True,
         )
         out, as_json = old_json_file, False
-    gate = 1 if fail_on_regression and result.regression else 0
+    gate = ExitCode.GATE_FAILED if fail_on_regression and result.regression else ExitCode.OK
     if out is not None:
         out.write_text(json.dumps(result.to_dict(), indent=2) + "\n", encoding="utf-8")
     if as_json:

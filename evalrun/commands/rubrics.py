@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from evalrun.commands.failing import fail
 from evalrun.rubric import RubricError, list_rubrics, load_rubric
 
 rubrics_app = typer.Typer(help="Weighted rubrics (see docs/rubrics.md).", no_args_is_help=True)
@@ -58,8 +59,7 @@ def show_command(
     try:
         rubric = load_rubric(name, rubrics_dir=rubrics)
     except RubricError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     typer.echo(f"{rubric.name}: {rubric.description}")
     total = sum(c.weight for c in rubric.criteria)
     width = max(len(c.name) for c in rubric.criteria)

@@ -11,10 +11,11 @@ from typing import Any
 
 import typer
 
+from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
+from evalrun.errors import ExitCode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.models import CaseResult
-from evalrun.runner.options import ExitCode
 from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
 from evalrun.session import (
@@ -42,18 +43,6 @@ from evalrun.yamlsource import SourceError
 SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {printable(message, multiline=True)}", err=True)
-    return typer.Exit(ExitCode.USAGE)
-
-
-def _fail_all(problems: list[str], summary: str) -> typer.Exit:
-    for problem in problems:
-        typer.echo(printable(problem, multiline=True), err=True)
-    typer.echo(f"error: {summary}", err=True)
-    return typer.Exit(ExitCode.USAGE)
 
 
 def run(
@@ -212,16 +201,16 @@ def run(
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))
     if problems:
-        raise _fail_all(problems, problems_line(problems, "run"))
+        raise fail(problems_line(problems, "run"), problems=problems)
     if not paths:
-        raise _fail(
+        raise fail(
             "no eval file: name one (evalrun run FILE) or list them under `evals` in "
             "[tool.evalrun] (docs/config.md)"
         )
     if len(paths) == 1 and not any(p.is_dir() for p in files):
         raise typer.Exit(_run_one(paths[0], options)[0])
     if resume is not None or rerun_failed is not None:
-        raise _fail("--resume and --rerun-failed take one eval file (its bundle's)")
+        raise fail("--resume and --rerun-failed take one eval file (its bundle's)")
     raise typer.Exit(_run_many(paths, options))
 
 
@@ -295,11 +284,11 @@ def _run_file(file: Path, options: dict[str, Any], quiet: bool) -> tuple[int, st
         prepared = prepare(loaded, settings, _say)
         finished = execute(prepared, _say)
     except EvalFileError as exc:
-        raise _fail(load_problem(exc)) from None
+        raise fail(load_problem(exc)) from None
     except EvalError as exc:
         if exc.summary is not None:
-            raise _fail_all(exc.problems, exc.summary) from None
-        raise _fail("\n".join(exc.problems)) from None
+            raise fail(exc.summary, problems=exc.problems) from None
+        raise fail("\n".join(exc.problems)) from None
     except NothingToRun as exc:
         typer.echo(str(exc))
         return ExitCode.OK, None
@@ -450,7 +439,7 @@ def validate(
         else:
             print(printable(found))
     if problems:
-        raise _fail_all(problems, problems_line(problems, "validate"))
+        raise fail(problems_line(problems, "validate"), problems=problems)
 
 
 def _eval_files(paths: list[Path], problems: list[str]) -> Iterator[Path]:

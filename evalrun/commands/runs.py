@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.failing import fail
 from evalrun.results.index import DEFAULT_INDEX, IndexedRun, list_runs
 from evalrun.safetext import printable
 
@@ -24,8 +25,7 @@ def runs(
     try:
         found = list_runs(index, eval_name=eval_name, limit=limit)
     except sqlite3.Error as exc:
-        typer.echo(f"error: {printable(str(index))}: cannot read the run index ({exc})", err=True)
-        raise typer.Exit(2) from None
+        raise fail(f"{index}: cannot read the run index ({exc})") from None
     if as_json:
         print(json.dumps([run.to_dict() for run in found], indent=2, ensure_ascii=False))
         return

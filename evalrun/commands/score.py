@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from evalrun.commands.failing import fail
+from evalrun.errors import ExitCode, UserError
 from evalrun.rubric import MissingPolicy, Rubric, RubricError, load_rubric, score
 
 
@@ -19,12 +21,13 @@ class Missing(str, enum.Enum):
     zero = "zero"
 
 
-class InputError(Exception):
+class InputError(UserError):
     """The results file cannot be read as a list of result objects."""
 
 
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """A JSON list of objects, ``{"results": [...]}``, or JSONL (one object a line)."""
+def read_metrics_file(path: Path) -> list[dict[str, Any]]:
+    """The user's file of precomputed metrics: a JSON list of objects, ``{"results": [...]}``,
+    or JSONL (one object a line). A run bundle is read by ``results.reader`` instead."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -128,20 +131,15 @@ def score_command(
     """Score precomputed metrics with a weighted rubric (no LLM calls)."""
     try:
         loaded = load_rubric(rubric, rubrics_dir=rubrics)
-        items = read_results(results)
+        items = read_metrics_file(results)
     except (RubricError, InputError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     if not items:
-        typer.echo(f"error: {results}: no results to score", err=True)
-        raise typer.Exit(2)
+        raise fail(f"{results}: no results to score")
     report = score_results(loaded, items, missing.value)  # type: ignore[arg-type]
     if report["scored"] == 0:
         names = ", ".join(c.name for c in loaded.criteria)
-        typer.echo(
-            f"error: no result has any criterion of rubric '{loaded.name}' ({names})", err=True
-        )
-        raise typer.Exit(2)
+        raise fail(f"no result has any criterion of rubric '{loaded.name}' ({names})")
     if as_json:
         typer.echo(json.dumps(report, indent=2, default=str))
     else:
@@ -150,7 +148,7 @@ def score_command(
     if fail_under is not None and mean < fail_under:
         if not as_json:
             typer.echo(f"FAIL: mean {mean:.4f} is below --fail-under {fail_under}")
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.GATE_FAILED)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import typer
 
+from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS
+from evalrun.errors import ConfigError, ExitCode
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
-    ConfigError,
     TargetConfig,
     TargetError,
     TargetPool,
@@ -56,8 +57,7 @@ def list_targets(targets: Path | None = TARGETS) -> None:
     try:
         lookup, file = _load(targets)
     except (ConfigError, SourceError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     typer.echo(lookup.describe())
     env = dict(os.environ)
     rows = [("NAME", "KIND", "MODEL", "KEY VARIABLE", "SET")]
@@ -89,11 +89,9 @@ def check_target(
         pool.check([name])
         target = pool.get(name)
     except UnknownTarget as exc:
-        typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(f"{exc}; {lookup.describe() if lookup else ''}") from None
     except (ConfigError, SourceError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        raise fail(exc) from None
     typed = kind_of(config).typed_only
     request = CompletionRequest.from_prompt(
         prompt if not typed else "Is the passage relevant to the question?",
@@ -111,7 +109,7 @@ def check_target(
         response = asyncio.run(probe())
     except TargetError as exc:
         typer.echo(f"FAILED {label}: {exc.message}", err=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(ExitCode.GATE_FAILED) from None
     reply = " ".join(response.text.split())
     if len(reply) > _PREVIEW:
         reply = reply[:_PREVIEW] + "..."

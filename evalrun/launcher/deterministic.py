@@ -1,5 +1,5 @@
 """Graders that need no process and no judge (the ``check`` kinds of ``evalrun/spec/kinds.py``).
-They produce the same ``GraderResult`` a script grader would."""
+They produce the same ``GraderOutcome`` a script grader would."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
@@ -20,9 +20,9 @@ from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajec
 
 def run_deterministic(
     spec: GraderSpec, output: str | None, transcript: Transcript | None = None
-) -> GraderResult:
+) -> GraderOutcome:
     """``transcript``: what the agent did, for the checks that read it (docs/agents.md)."""
-    result = GraderResult(
+    result = GraderOutcome(
         name=spec.name or spec.type, status="error", weight=spec.weight, threshold=spec.threshold
     )
     if spec.kind.runs == "unsupported":
@@ -60,7 +60,7 @@ class Scored:
     checks: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _scored(result: GraderResult, outcome: Scored) -> GraderResult:
+def _scored(result: GraderOutcome, outcome: Scored) -> GraderOutcome:
     result.score = outcome.score
     result.passed = outcome.score >= result.threshold
     result.status = "passed" if result.passed else "failed"

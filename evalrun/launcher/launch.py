@@ -20,7 +20,7 @@ from evalrun.launcher.process import ProcessOutcome, run_process
 from evalrun.launcher.protocol import AGENTV_THRESHOLD, as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
-from evalrun.results.models import GraderResult, ProxyUsage
+from evalrun.results.models import GraderOutcome, ProxyUsage
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.transcripts import Transcript
 
@@ -46,7 +46,7 @@ class LaunchContext:
 
 @dataclass
 class GraderRun:
-    result: GraderResult
+    result: GraderOutcome
     judge_calls: list[JudgeCall] = field(default_factory=list)
 
 
@@ -63,7 +63,7 @@ def grader_wire(spec: GraderSpec, ctx: LaunchContext) -> Wire:
     return ctx.wire if spec.kind.runs == "command" else "evalrun"
 
 
-async def run_grader(
+async def launch_grader(
     spec: GraderSpec,
     case: TestCase,
     output: str | None,
@@ -71,6 +71,8 @@ async def run_grader(
     attempt: int = 0,
     transcript: Transcript | None = None,
 ) -> GraderRun:
+    """Grade ``output`` with one grader: in-process for a check, else a child process (or a
+    stream-mode worker) with its own proxy grant (the SDK's ``run_grader`` is the other end)."""
     if spec.kind.in_process:
         return GraderRun(run_deterministic(spec, output, transcript))
     access = spec.access
@@ -107,7 +109,7 @@ async def run_grader(
     return GraderRun(result, calls)
 
 
-def _redact(result: GraderResult, proxy: GrantIssuer[Any], token: str) -> None:
+def _redact(result: GraderOutcome, proxy: GrantIssuer[Any], token: str) -> None:
     """The grant's token and provider keys never reach the bundle, even if a grader prints
     them (docs/security.md)."""
     result.reason = proxy.redact(result.reason, token)

@@ -1,4 +1,4 @@
-"""Turn a finished grader process into a ``GraderResult`` by the rules of docs/grader-protocol.md.
+"""Turn a finished grader process into a ``GraderOutcome`` by the rules of docs/grader-protocol.md.
 
 Stdout holds a JSON object when it is one, or when one of its lines is an object that reads as
 a result (the last such line; the other lines become a warning): JSON is never plain text.
@@ -18,8 +18,9 @@ import re
 import signal
 from typing import Any
 
+from evalrun.errors import EvalrunError
 from evalrun.launcher.process import ProcessOutcome
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
@@ -55,14 +56,14 @@ def error_line(stderr: str) -> str:
     return found if len(found) <= REASON_CHARS else found[: REASON_CHARS - 1] + "…"
 
 
-class OutputError(ValueError):
+class OutputError(EvalrunError, ValueError):
     """The grader's JSON does not follow the output contract."""
 
 
 def interpret(
     outcome: ProcessOutcome, *, name: str, threshold: float, weight: float
-) -> GraderResult:
-    base = GraderResult(
+) -> GraderOutcome:
+    base = GraderOutcome(
         name=name,
         status="error",
         weight=weight,
@@ -137,7 +138,7 @@ def interpret(
     return base
 
 
-def as_agentv_failure(result: GraderResult) -> None:
+def as_agentv_failure(result: GraderOutcome) -> None:
     """A command grader of an AgentV file that failed (``error``) scores 0 and fails, as AgentV
     records it (docs/grader-protocol.md, "AgentV files"); the reason says so."""
     result.warnings.append(
@@ -148,7 +149,7 @@ def as_agentv_failure(result: GraderResult) -> None:
     result.reason = f"Script evaluator failed: {result.reason}"
 
 
-def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:
+def _graded(base: GraderOutcome, document: dict[str, Any]) -> GraderOutcome:
     try:
         _apply_output(base, document)
     except OutputError as exc:
@@ -159,7 +160,7 @@ def _graded(base: GraderResult, document: dict[str, Any]) -> GraderResult:
     return base
 
 
-def _apply_output(result: GraderResult, doc: dict[str, Any]) -> None:
+def _apply_output(result: GraderOutcome, doc: dict[str, Any]) -> None:
     if doc.get("abstain") is True:
         raise OutputError("'abstain' is signalled by exit status 3, not by a field")
     checks = _checks(doc.get("checks", doc.get("assertions")))

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from evalrun.errors import UserError
+
 Level = Literal["none", "process", "strict"]
 Requested = Literal["auto", "none", "process", "strict"]
 LEVELS: tuple[Requested, ...] = ("auto", "none", "process", "strict")
@@ -54,7 +56,7 @@ class ProxyRoute:
     socket_path: Path
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(UserError):
     """A level was asked for explicitly and this machine cannot give it."""
 
 

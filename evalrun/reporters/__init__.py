@@ -1,39 +1,17 @@
-"""Reports rendered from a run bundle on disk (never from the runner's memory).
-
-``write_reports(run_dir)`` renders a bundle's report files (``write_view`` does it for a bundle
-already read, as the run does); ``github_actions_report`` adds the job summary and annotations
-under GitHub Actions.
+"""Reports rendered from a run bundle on disk (never from the runner's memory): the package's
+face. The engine lives in its modules: ``formats.py`` (the table of formats), ``writing.py``
+(``write_reports(run_dir)`` renders a bundle's report files; ``write_view`` does it for a bundle
+already read, as the run does), ``onepass.py`` (the one pass for all formats); ``github.py``
+adds the job summary and annotations under GitHub Actions.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import io
-from collections.abc import Iterable
-from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, TextIO
-
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView, load_bundle
+from evalrun.reporters.formats import DEFAULT_FORMATS, FORMATS
 from evalrun.reporters.github import github_actions_report
-from evalrun.reporters.onepass import ReportWriter, write_all
-from evalrun.results.agentv_run import INDEX
-from evalrun.results.scan import ResultScan
-from evalrun.results.summary import DEFAULT_UNSTABLE_BOUND
-
-if TYPE_CHECKING:
-    from evalrun.reporters.drafts import ReportDrafts
-
-#: format -> (module under evalrun.reporters with ``write(view, out)``, file name in the bundle)
-FORMATS: dict[str, tuple[str, str]] = {
-    "md": ("markdown", "report.md"),
-    "html": ("html", "report.html"),
-    "junit": ("junit", "junit.xml"),
-    "json": ("json_report", "report.json"),
-    "agentv": ("agentv", INDEX),
-}
-DEFAULT_FORMATS = ("md", "html", "junit")
+from evalrun.reporters.onepass import write_all
+from evalrun.reporters.writing import render, report_drafts, write, write_reports, write_view
 
 __all__ = [
     "DEFAULT_FORMATS",
@@ -49,79 +27,3 @@ __all__ = [
     "write_reports",
     "write_view",
 ]
-
-
-def _module(fmt: str) -> ModuleType:
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
-    return importlib.import_module(f"evalrun.reporters.{FORMATS[fmt][0]}")
-
-
-def _writer(view: BundleView, fmt: str, out: TextIO) -> ReportWriter:
-    return _module(fmt).Writer(view, out)
-
-
-def report_drafts(formats: Iterable[str], expected: int = 0) -> ReportDrafts:
-    """Drafts of the reports in ``formats`` for a run that writes ``expected`` results, to be
-    told each case it writes (docs/reports.md, "When reports are written")."""
-    from evalrun.reporters.drafts import ReportDrafts
-
-    return ReportDrafts([_module(fmt) for fmt in formats], expected)
-
-
-def write(view: BundleView, fmt: str, out: TextIO) -> None:
-    """Stream the report in format ``fmt`` to ``out``, one case at a time."""
-    write_all(view, [_writer(view, fmt, out)])
-
-
-def render(view: BundleView, fmt: str) -> str:
-    """The whole report as one string (for small bundles and tests; files use :func:`write`)."""
-    buffer = io.StringIO()
-    write(view, fmt, buffer)
-    return buffer.getvalue()
-
-
-def write_reports(
-    run_dir: Path | str,
-    formats: Iterable[str] = DEFAULT_FORMATS,
-    *,
-    unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
-    scan: ResultScan | None = None,
-) -> list[Path]:
-    """Render the bundle in ``run_dir`` into its report files; returns the paths written.
-    ``scan``: the pass the run made over ``results.jsonl``, so the reports need not make it
-    again."""
-    formats = list(formats)
-    _check_formats(formats)  # before reading the bundle
-    return write_view(load_bundle(run_dir, unstable_bound=unstable_bound, scan=scan), formats)
-
-
-def write_view(
-    view: BundleView,
-    formats: Iterable[str] = DEFAULT_FORMATS,
-    drafts: ReportDrafts | None = None,
-) -> list[Path]:
-    """:func:`write_reports` for a bundle already read (the run reuses its view for the GitHub
-    Actions report), with the sections the run drafted (``drafts``) where they fit."""
-    formats = list(formats)
-    _check_formats(formats)
-    paths = [view.run_dir / FORMATS[fmt][1] for fmt in formats]
-    temps = [p.with_name(p.name + ".tmp") for p in paths]
-    try:
-        with contextlib.ExitStack() as stack:
-            handles = [stack.enter_context(open(t, "w", encoding="utf-8")) for t in temps]
-            writers = [_writer(view, f, h) for f, h in zip(formats, handles, strict=True)]
-            write_all(view, writers, drafts)
-    except BaseException:  # Ctrl-C or a full disk: no half-written report is left behind
-        for temp in temps:
-            temp.unlink(missing_ok=True)
-        raise
-    for temp, path in zip(temps, paths, strict=True):
-        temp.replace(path)
-    return paths
-
-
-def _check_formats(formats: Iterable[str]) -> None:
-    unknown = [f for f in formats if f not in FORMATS]
-    if unknown:
-        raise ValueError(f"unknown report format(s) {unknown} (choose from {', '.join(FORMATS)})")

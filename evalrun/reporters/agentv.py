@@ -10,14 +10,14 @@ from typing import Any, TextIO
 
 from evalrun.reporters.bundle_view import BundleView, CaseView
 from evalrun.results import agentv_run
-from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.models import CaseResult, GraderOutcome
 
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _component(grader: GraderResult) -> dict[str, Any]:
+def _component(grader: GraderOutcome) -> dict[str, Any]:
     out: dict[str, Any] = {
         "pass": bool(grader.passed),
         "score": grader.score or 0.0,
@@ -38,7 +38,7 @@ def _component(grader: GraderResult) -> dict[str, Any]:
     return out
 
 
-def _score(grader: GraderResult) -> dict[str, Any]:
+def _score(grader: GraderOutcome) -> dict[str, Any]:
     return {
         "name": grader.name,
         "pass": bool(grader.passed),

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
 
+from evalrun.errors import UserError
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
 from evalrun.results.agentv_run import INDEX, is_agentv_run, is_evalrun_bundle
-from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.models import CaseResult, GraderOutcome
 from evalrun.results.scan import CaseIndex, ResultScan, scan_results
 from evalrun.results.summary import (
     DEFAULT_UNSTABLE_BOUND,
@@ -59,7 +60,7 @@ def calls_of_repeat(case: CaseResult, calls: Iterable[JudgeCall]) -> list[JudgeC
     return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
 
 
-class BundleNotFound(FileNotFoundError):
+class BundleNotFound(UserError, FileNotFoundError):
     """The directory is not a run bundle."""
 
 
@@ -234,7 +235,7 @@ def case_duration_s(case: CaseResult) -> float | None:
     return (sum(graders) + (float(target) if target is not None else 0.0)) / 1000.0
 
 
-def grader_problem(grader: GraderResult) -> str | None:
+def grader_problem(grader: GraderOutcome) -> str | None:
     """One line on why a grader did not pass, or None when it passed."""
     if grader.status == "passed":
         return None

@@ -23,7 +23,7 @@ from evalrun.reporters.bundle_view import (
     case_problems,
     case_reason,
 )
-from evalrun.results.models import STATUSES, CaseResult, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, GraderOutcome
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.results.summary import SCORE_BINS, Series
 from evalrun.safetext import CONTROL_CHARS, escape_controls, no_workflow_commands
@@ -353,7 +353,7 @@ def _list(title: str, items: list[str], cls: str) -> str:
     return f'<div class="{cls}"><h5>{e(title)}</h5><ul>{lis}</ul></div>'
 
 
-def _checks(grader: GraderResult) -> str:
+def _checks(grader: GraderOutcome) -> str:
     if not grader.checks:
         return ""
     evidence = any(check.get("evidence") for check in grader.checks)
@@ -374,7 +374,7 @@ def _checks(grader: GraderResult) -> str:
     return "<h5>Checks</h5>" + _table(headers, rows, cls="checks")
 
 
-def _grader_card(grader: GraderResult) -> str:
+def _grader_card(grader: GraderOutcome) -> str:
     facts = [
         f"score {fmt.score(grader.score)}",
         f"threshold {grader.threshold:g}",

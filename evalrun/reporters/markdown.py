@@ -23,7 +23,7 @@ from evalrun.reporters.bundle_view import (
     case_problems,
 )
 from evalrun.reporters.onepass import write_all
-from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.models import CaseResult, GraderOutcome
 from evalrun.safetext import escape_controls, no_workflow_commands, printable
 
 _MD_ACTIVE = re.compile(r"([\\`*_\[\]{}#!|~])")
@@ -180,7 +180,7 @@ def _failure_lines(view: BundleView, limit: int | None) -> Iterator[list[str]]:
     yield [""]
 
 
-def _grader_detail(grader: GraderResult) -> list[str]:
+def _grader_detail(grader: GraderOutcome) -> list[str]:
     lines = [f"- ✔ {text(h)}" for h in grader.hits]
     lines += [f"- ✘ {text(m)}" for m in grader.misses]
     if lines:

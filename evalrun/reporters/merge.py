@@ -13,8 +13,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import ExitCode, UserError
 from evalrun.judgecall import JudgeCall
-from evalrun.reporters import write_reports
+from evalrun.reporters.writing import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
 from evalrun.results.models import CaseResult
@@ -22,10 +23,10 @@ from evalrun.results.summary import RunMeta, latest_results, summarize
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 #: Exit codes that a merge keeps from any shard, most severe first (docs/results.md).
-_STICKY_EXIT = (130, 3, 2)
+_STICKY_EXIT = (ExitCode.INTERRUPTED, ExitCode.INCOMPLETE, ExitCode.USAGE)
 
 
-class MergeError(ValueError):
+class MergeError(UserError, ValueError):
     """The shards cannot be joined (missing, overlapping or from different evals)."""
 
 
@@ -130,17 +131,17 @@ def merged_exit_code(metas: list[RunMeta], summary: dict[str, Any]) -> int | Non
     codes = [m.exit_code for m in metas]
     counts = summary["counts"]
     if summary.get("interrupted"):
-        return 130
+        return ExitCode.INTERRUPTED
     max_errors = _first(m.max_errors for m in metas)
-    sticky = _STICKY_EXIT if max_errors is None else (130, 2)
+    sticky = _STICKY_EXIT if max_errors is None else (ExitCode.INTERRUPTED, ExitCode.USAGE)
     for code in sticky:
         if code in codes:
             return code
     if max_errors is not None and counts["error"] + counts["unscored"] > max_errors:
-        return 3
+        return ExitCode.INCOMPLETE
     threshold, mean = summary.get("threshold"), summary.get("mean_score")
     below = threshold is not None and (mean is None or mean < threshold)
-    return 1 if counts["failed"] or below else 0
+    return ExitCode.GATE_FAILED if counts["failed"] or below else ExitCode.OK
 
 
 def merge_bundles(

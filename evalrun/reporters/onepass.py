@@ -1,7 +1,7 @@
 """The one pass that writes several reports from a bundle: each result read once.
 
-Below ``evalrun/reporters/__init__.py`` so a format module (``markdown.write``) can run the pass
-without importing the package that imports it.
+Below ``writing.py`` (which opens the report files) so a format module (``markdown.write``) can
+run the pass without importing the module that imports it.
 """
 
 from __future__ import annotations

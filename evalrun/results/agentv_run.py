@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.results.bundle import RESULTS, SUMMARY
-from evalrun.results.models import CaseResult, GraderResult, Status
+from evalrun.results.models import CaseResult, GraderOutcome, Status
 
 INDEX = "index.jsonl"
 GRADING = "grading.json"
@@ -120,13 +120,13 @@ def _usage(row: dict[str, Any]) -> dict[str, Any]:
     return {"target": target} if target else {}
 
 
-def _grader(score: dict[str, Any]) -> GraderResult:
+def _grader(score: dict[str, Any]) -> GraderOutcome:
     value = _number(score.get("score"))
     passed = score.get("pass")
     if not isinstance(passed, bool):
         passed = value is not None and value >= THRESHOLD
     weight = _number(score.get("weight"))
-    return GraderResult(
+    return GraderOutcome(
         name=str(score.get("name") or score.get("type") or "grader"),
         status="passed" if passed else "failed",
         score=value,
@@ -137,7 +137,7 @@ def _grader(score: dict[str, Any]) -> GraderResult:
     )
 
 
-def _graders(row: dict[str, Any], directory: Path) -> list[GraderResult]:
+def _graders(row: dict[str, Any], directory: Path) -> list[GraderOutcome]:
     """The row's ``scores``, else the components of its ``grading.json``."""
     scores = row.get("scores")
     if not isinstance(scores, list):

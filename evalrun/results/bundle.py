@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from evalrun.errors import EvalrunError, UserError
 from evalrun.judgecall import JudgeCall
 from evalrun.results.models import CaseResult
 
@@ -21,11 +22,11 @@ JUDGE_CALLS = "judge-calls.jsonl"
 MAX_SUFFIX = 1000
 
 
-class BundleError(Exception):
+class BundleError(UserError):
     """The bundle folder cannot be used: not empty, not a folder, or in use by another run."""
 
 
-class BundleWriteError(Exception):
+class BundleWriteError(EvalrunError):
     """Writing to the bundle failed; the run must fail loudly (docs/results.md)."""
 
 

@@ -101,7 +101,7 @@ class CaseUsage:
         )
 
     @staticmethod
-    def judge_of(graders: list[GraderResult]) -> JudgeUsage:
+    def judge_of(graders: list[GraderOutcome]) -> JudgeUsage:
         """The graders' proxy usage, summed."""
         usage = JudgeUsage()
         for grader in graders:
@@ -145,7 +145,7 @@ def _int(value: Any) -> int:
 
 
 @dataclass(slots=True)
-class GraderResult:
+class GraderOutcome:
     name: str
     status: Status
     score: float | None = None
@@ -171,7 +171,7 @@ class GraderResult:
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraderResult:
+    def from_dict(cls, data: dict[str, Any]) -> GraderOutcome:
         result = cls(**{k: v for k, v in data.items() if k in _GRADER_FIELDS})
         proxy = data.get("proxy")
         result.proxy = ProxyUsage(**proxy) if proxy else None
@@ -183,7 +183,7 @@ class CaseResult:
     id: str
     status: Status
     score: float | None = None
-    graders: list[GraderResult] = field(default_factory=list)
+    graders: list[GraderOutcome] = field(default_factory=list)
     output: str | None = None
     target: str | None = None
     error: str | None = None
@@ -214,7 +214,7 @@ class CaseResult:
         """What a run keeps in memory once the full result is on disk: enough for the summary
         and the table, so memory stays flat however many cases a run has."""
         graders = [
-            GraderResult(
+            GraderOutcome(
                 name=g.name,
                 status=g.status,
                 score=g.score,
@@ -240,7 +240,7 @@ class CaseResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CaseResult:
-        graders = [GraderResult.from_dict(g) for g in data.get("graders") or ()]
+        graders = [GraderOutcome.from_dict(g) for g in data.get("graders") or ()]
         return cls(
             graders=graders,
             timings=CaseTimings.from_dict(data.get("timings")),
@@ -251,12 +251,12 @@ class CaseResult:
 
 #: Keys of a result line read into the dataclasses (unknown keys are ignored; nested ones are
 #: converted by ``from_dict``).
-_GRADER_FIELDS = frozenset(GraderResult.__dataclass_fields__) - {"proxy"}
+_GRADER_FIELDS = frozenset(GraderOutcome.__dataclass_fields__) - {"proxy"}
 _CASE_FIELDS = frozenset(CaseResult.__dataclass_fields__) - {"graders", "timings", "usage"}
 #: Every field, in order, for writing a result line.
 _PROXY_KEYS = tuple(f.name for f in fields(ProxyUsage))
 _TARGET_USAGE_KEYS = tuple(f.name for f in fields(TargetUsage))
 _JUDGE_USAGE_KEYS = tuple(f.name for f in fields(JudgeUsage))
 _TIMING_KEYS = tuple(f.name for f in fields(CaseTimings))
-_GRADER_KEYS = tuple(f.name for f in fields(GraderResult))
+_GRADER_KEYS = tuple(f.name for f in fields(GraderOutcome))
 _CASE_KEYS = tuple(f.name for f in fields(CaseResult))

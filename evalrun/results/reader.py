@@ -16,7 +16,7 @@ from pydantic_core import from_json
 from evalrun.judgecall import JudgeCall
 from evalrun.results.agentv_run import INDEX, is_agentv_run, reader_of
 from evalrun.results.bundle import JUDGE_CALLS, RESULTS, SUMMARY
-from evalrun.results.models import STATUSES, CaseResult, CaseTimings, GraderResult
+from evalrun.results.models import STATUSES, CaseResult, CaseTimings, GraderOutcome
 from evalrun.results.summary import RunMeta
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ def _brief_result(data: Any) -> CaseResult:
         timings=CaseTimings.from_dict(data.get("timings")),
         line=data.get("line"),
         graders=[
-            GraderResult(
+            GraderOutcome(
                 name=g["name"],
                 status=g["status"],
                 score=g.get("score"),
@@ -159,7 +159,9 @@ def iter_results(directory: Path) -> Iterator[CaseResult]:
     return (case for _, case in result_lines(directory))
 
 
-def read_results(directory: Path) -> list[CaseResult]:
+def read_case_results(directory: Path) -> list[CaseResult]:
+    """Every result of the bundle in ``directory``, in file order (a user's own results file is
+    ``evalrun score``'s to read: ``read_metrics_file``)."""
     return list(iter_results(directory))
 
 

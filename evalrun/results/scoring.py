@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalrun.results.models import GraderResult, Status
+from evalrun.results.models import GraderOutcome, Status
 
 
-def case_score(graders: Sequence[GraderResult]) -> float | None:
+def case_score(graders: Sequence[GraderOutcome]) -> float | None:
     """Weight-averaged score of the graders that scored; abstentions and errors left out."""
     scored = [g for g in graders if g.score is not None and g.status in ("passed", "failed")]
     total_weight = sum(g.weight for g in scored)
@@ -18,7 +18,7 @@ def case_score(graders: Sequence[GraderResult]) -> float | None:
     return sum((g.score or 0.0) * g.weight for g in scored) / total_weight
 
 
-def case_status(graders: Sequence[GraderResult], target_failed: bool = False) -> Status:
+def case_status(graders: Sequence[GraderOutcome], target_failed: bool = False) -> Status:
     if target_failed or any(g.status == "error" for g in graders):
         return "error"
     if not graders or all(g.status == "unscored" for g in graders):

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from evalrun.results import stats
-from evalrun.results.models import STATUSES, CaseResult, GraderResult, Status
+from evalrun.results.models import STATUSES, CaseResult, GraderOutcome, Status
 
 DEFAULT_UNSTABLE_BOUND = 0.15
 
@@ -476,7 +476,7 @@ class StatsBuilder:
                     score=score,
                     repeat=repeat,
                     graders=[
-                        GraderResult(name=g.name, status=g.status, score=g.score)
+                        GraderOutcome(name=g.name, status=g.status, score=g.score)
                         for g in case.graders
                     ],
                 )

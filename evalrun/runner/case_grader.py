@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
-from evalrun.launcher.launch import LaunchContext, run_grader
+from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.serve import GraderPools
-from evalrun.results.models import CaseResult, CaseUsage, GraderResult, TargetUsage
+from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.plan import RunPlan
 from evalrun.safetext import repaired_note
@@ -94,7 +94,7 @@ class CaseGrader:
             runs = await asyncio.gather(
                 *(
                     self.telemetry.grader(
-                        run_grader(g, case, output, self._ctx, repeat, transcript)
+                        launch_grader(g, case, output, self._ctx, repeat, transcript)
                     )
                     for g in self.plan.graders_for(case)
                 )
@@ -147,7 +147,7 @@ class CaseGrader:
         with contextlib.suppress(Exception):
             self.plan.pool.get(name)
 
-    def _score(self, graders: list[GraderResult]) -> float | None:
+    def _score(self, graders: list[GraderOutcome]) -> float | None:
         loaded = self.plan.loaded
         rubric = loaded.spec.rubric
         if rubric:

@@ -9,14 +9,6 @@ from evalrun.launcher.sandbox import Requested
 from evalrun.targets import StoreOptions
 
 
-class ExitCode:
-    OK = 0
-    GATE_FAILED = 1
-    USAGE = 2
-    INCOMPLETE = 3
-    INTERRUPTED = 130
-
-
 @dataclass
 class RunOptions:
     out: Path

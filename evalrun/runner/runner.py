@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from evalrun import telemetry
+from evalrun.errors import ExitCode
 from evalrun.judgecall import JudgeCall
 from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
 from evalrun.results.models import CaseResult
-from evalrun.results.reader import read_results, result_lines
+from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
 from evalrun.results.summary import RunMeta, RunStats, summary_dict
 from evalrun.runner.case_grader import CaseGrader
-from evalrun.runner.options import ExitCode
+from evalrun.errors import ExitCode
 from evalrun.runner.plan import RunPlan
 from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys
@@ -91,7 +92,7 @@ class EvalRun:
         options = self.options
         if options.resume:  # appended to: the lines already there stay as they are
             writer = BundleWriter(options.out, mode="resume")
-            self._kept = finished_keys(read_results(options.out))
+            self._kept = finished_keys(read_case_results(options.out))
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)

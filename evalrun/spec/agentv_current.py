@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import UserError
 from evalrun.yamlsource import LineMap
 
 #: Why a run has one target: ``providers: [a, b]`` and ``--target`` twice are refused with it.
@@ -43,7 +44,7 @@ _SAME_TYPES = (
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
 
 
-class CurrentFormatError(Exception):
+class CurrentFormatError(UserError):
     """Problems found while mapping, each with the path of the key it is about in the file as
     written, and ``lines``, the file's line map as parsed, to find them with (the mapping has
     moved keys, such as a test's, in the map it was given)."""

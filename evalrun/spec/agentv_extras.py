@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import UserError
 from evalrun.spec.agentv import rename_key
 from evalrun.spec.kinds import ALIASES, CONFIG_OPTIONS, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
 
 
-class AgentVProblem(ValueError):
+class AgentVProblem(UserError, ValueError):
     """A value AgentV accepts that evalrun cannot map, at the key path it is about."""
 
     def __init__(self, path: tuple[Any, ...], message: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any, overload
 from pydantic import ValidationError
 
 from evalrun.compact import repeated
+from evalrun.errors import UserError
 from evalrun.spec.agentv import Notes, normalize_case, normalize_eval
 from evalrun.spec.agentv_current import CurrentFormatError, is_current_format, map_current_format
 from evalrun.spec.agentv_extras import (
@@ -46,7 +47,7 @@ from evalrun.yamlsource import (
 )
 
 
-class EvalFileError(Exception):
+class EvalFileError(UserError):
     """An eval file (or its tests file) is invalid. The message lists every problem; ``extra``
     names an optional extra that would fix it, for the command to add its install hint."""
 

@@ -23,6 +23,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import missing
 
+from evalrun.errors import UserError
 from evalrun.suggest import did_you_mean
 from evalrun.yamlsource import MAX_YAML_BYTES
 
@@ -31,7 +32,7 @@ from evalrun.yamlsource import MAX_YAML_BYTES
 MAX_RENDERED = MAX_YAML_BYTES
 
 
-class TemplateProblem(ValueError):
+class TemplateProblem(UserError, ValueError):
     """A template that cannot be rendered as written; the message says why and where.
     ``from_vars``: the problem comes from the vars it was rendered with (another test's vars
     may render it), not from the template's text."""

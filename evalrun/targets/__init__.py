@@ -9,6 +9,7 @@ from __future__ import annotations
 
 # registers every kind in the registry's table (which cannot import it: it imports the registry)
 import evalrun.targets.providers  # noqa: F401
+from evalrun.errors import ConfigError  # raised by the targets; defined with the others
 from evalrun.targets.base import (
     OPTION_FIELDS,
     CompletionRequest,
@@ -21,7 +22,6 @@ from evalrun.targets.base import (
     UnsupportedRequest,
 )
 from evalrun.targets.config import (
-    ConfigError,
     TargetConfig,
     TargetsFile,
     TargetsLookup,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from evalrun.errors import EvalrunError
 from evalrun.transcripts import Transcript
 
 
@@ -155,11 +156,7 @@ class CompletionResponse:
     transcript: Transcript | None = None
 
 
-class ConfigError(Exception):
-    """A configuration problem the user must fix; the CLI exits 2 on it."""
-
-
-class TargetError(Exception):
+class TargetError(EvalrunError):
     """A target could not answer. ``retryable`` errors are retried with backoff."""
 
     def __init__(

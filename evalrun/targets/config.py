@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, Val
 if TYPE_CHECKING:
     from evalrun.yamlsource import LineMap
 
-from evalrun.targets.base import ConfigError
+from evalrun.errors import ConfigError
 
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 

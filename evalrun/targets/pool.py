@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import Target
-from evalrun.targets.config import ConfigError, TargetConfig, TargetsFile
+from evalrun.targets.config import TargetConfig, TargetsFile
 from evalrun.targets.managed import AsyncLimit, ManagedTarget
 from evalrun.targets.registry import ProviderContext, kind_of, missing_extra
 

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalrun.targets.base import ConfigError, Target, TargetError
+from evalrun.errors import ConfigError
+from evalrun.targets.base import Target, TargetError
 from evalrun.targets.extras import install_hint
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from evalrun.judgecall import JudgeCall
-    from evalrun.results.models import CaseResult, GraderResult
+    from evalrun.results.models import CaseResult, GraderOutcome
 
 
 ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -41,7 +41,7 @@ def available() -> bool:
 class GraderRun(Protocol):
     """What the launcher hands back for one grader run."""
 
-    result: GraderResult
+    result: GraderOutcome
     judge_calls: list[JudgeCall]
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
 
+from evalrun.errors import ExitCode
 from evalrun.telemetry import Answered, CaseDone, R, Telemetry, capture_content
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from evalrun.judgecall import JudgeCall
-    from evalrun.results.models import CaseResult, GraderResult
+    from evalrun.results.models import CaseResult, GraderOutcome
 
 #: evalrun's target kinds as GenAI semconv ``gen_ai.provider.name`` values; others as they are
 _PROVIDERS = {"azure": "azure.ai.openai", "gemini": "gcp.gemini"}
@@ -212,7 +213,7 @@ class Tracing(Telemetry):
             self._run.set_attribute("evalrun.mean_score", summary["mean_score"])
         if summary.get("interrupted"):
             self._run.set_attribute("evalrun.interrupted", True)
-        if exit_code not in (0, 1):  # a gate that failed is a result, not an error
+        if exit_code not in (ExitCode.OK, ExitCode.GATE_FAILED):  # a failed gate is a result
             self._error(self._run, f"exit_{exit_code}")
         self._run.end()
         self._run = None
@@ -253,7 +254,7 @@ def _assistant(text: str) -> list[dict[str, Any]]:
     return [{"role": "assistant", "content": text}]
 
 
-def _grader_attributes(result: GraderResult) -> dict[str, Any]:
+def _grader_attributes(result: GraderOutcome) -> dict[str, Any]:
     attributes: dict[str, Any] = {
         "evalrun.grader.name": result.name,
         "evalrun.grader.status": result.status,

@@ -13,10 +13,11 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrun.errors import EvalrunError
 from evalrun.transcripts.model import Step, ToolCall, Transcript, Usage
 
 
-class TranscriptError(ValueError):
+class TranscriptError(EvalrunError, ValueError):
     """The stream cannot be read; ``line`` is 1-based, None when no one line is at fault."""
 
     def __init__(self, message: str, line: int | None = None) -> None:

@@ -24,7 +24,7 @@ from evalrun.reporters.bundle_view import (
 from evalrun.reporters.compare import CaseScores, case_scores
 from evalrun.results.bundle import RESULTS, SUMMARY
 from evalrun.results.index import IndexedRun
-from evalrun.results.models import CaseResult, GraderResult
+from evalrun.results.models import CaseResult, GraderOutcome
 
 #: How many scanned bundles the viewer keeps.
 KEPT_BUNDLES = 8
@@ -107,7 +107,7 @@ class Verdict:
         return cls(word=word, problems=problems)
 
 
-def grader_dict(grader: GraderResult) -> dict[str, Any]:
+def grader_dict(grader: GraderOutcome) -> dict[str, Any]:
     return {
         "name": grader.name,
         "status": grader.status,

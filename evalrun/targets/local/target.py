@@ -15,13 +15,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
     TokenUsage,
     UnsupportedRequest,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.local import judge
 from evalrun.targets.local.model import (
     INSTALL_HINT,

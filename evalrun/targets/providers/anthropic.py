@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -14,7 +15,7 @@ from evalrun.targets.base import (
     TokenUsage,
     is_tool_result,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.http import HttpTarget, iter_dicts, text_of
 from evalrun.targets.providers.tools import (
     Block,

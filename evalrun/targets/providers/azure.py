@@ -4,7 +4,8 @@ deployment name) differ."""
 
 from __future__ import annotations
 
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.errors import ConfigError
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.openai import ChatCompletionsTarget
 
 DEFAULT_API_VERSION = "2024-10-21"

@@ -16,6 +16,7 @@ import shlex
 import signal
 from typing import Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -23,7 +24,7 @@ from evalrun.targets.base import (
     TargetTimeout,
     TokenUsage,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.transcripts import FORMATS, Transcript, TranscriptError, read_transcript
 
 PLACEHOLDER = "{prompt}"

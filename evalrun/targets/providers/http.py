@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
@@ -24,7 +25,7 @@ from evalrun.targets.base import (
     TargetTimeout,
     UnsupportedRequest,
 )
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers._httpx import httpx
 from evalrun.targets.providers.plainhttp import PlainHttpClient, PlainHttpError, usable_for
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TargetError, TargetTimeout
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.http import REDACTED
 from evalrun.targets.providers.openai import chat_messages, parse_chat_completion
 from evalrun.targets.registry import missing_extra

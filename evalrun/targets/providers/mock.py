@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import re
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import CompletionRequest, CompletionResponse, TokenUsage
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 
 #: A prompt that asks to answer yes or no: "Answer yes or no.", "Reply with 'yes' or 'no'",
 #: "respond yes/no" (docs/targets.md, "mock").

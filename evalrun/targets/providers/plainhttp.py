@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from evalrun.errors import EvalrunError
 from evalrun.targets.providers._httpx import httpx
 
 #: the most a response's status line and headers may take; a longer head is refused
@@ -26,7 +27,7 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 _PROXY_VARIABLES = ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
-class PlainHttpError(Exception):
+class PlainHttpError(EvalrunError):
     """The connection failed, or the answer is not HTTP/1.x this client can read."""
 
 

@@ -13,9 +13,10 @@ import threading
 import time
 from pathlib import Path
 
+from evalrun.errors import ConfigError
 from evalrun.sqlitewal import open_wal
 from evalrun.targets.base import CompletionRequest, CompletionResponse
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.stores.format import (
     cache_key,
     canonical_json,

@@ -13,8 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from evalrun.errors import ConfigError
 from evalrun.targets.base import CompletionRequest, CompletionResponse
-from evalrun.targets.config import ConfigError, TargetConfig
+from evalrun.targets.config import TargetConfig
 from evalrun.targets.stores.format import cassette_key, response_from_json, response_to_json
 
 

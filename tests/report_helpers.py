@@ -12,7 +12,7 @@ from evalrun.results.models import (
     CaseResult,
     CaseTimings,
     CaseUsage,
-    GraderResult,
+    GraderOutcome,
     ProxyUsage,
     TargetUsage,
 )

@@ -56,7 +56,7 @@ def draft(view: CaseView, case: CaseResult) -> tuple[str, str, str, str]:
     execution = agentv_run.EXECUTION_OF[case.status]
     score = case.score or 0.0
     error = case.error or (None if case.status in ("passed", "failed") else case.status)
-    duration = case.timings.get("total_ms")
+    duration = case.timings.total_ms
     row: dict[str, Any] = {
         "test_id": case.id,
         "score": score,

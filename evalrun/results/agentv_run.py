@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.results.bundle import RESULTS, SUMMARY
-from evalrun.results.models import CaseResult, GraderOutcome, Status
+from evalrun.results.models import CaseResult, CaseTimings, CaseUsage, GraderOutcome, Status
 
 INDEX = "index.jsonl"
 GRADING = "grading.json"
@@ -98,26 +98,25 @@ def _inside(directory: Path, relative: Any) -> Path | None:
     return path if path.is_relative_to(directory.resolve()) and path.is_file() else None
 
 
-def usage_fields(usage: dict[str, Any]) -> dict[str, Any]:
+def usage_fields(usage: CaseUsage) -> dict[str, Any]:
     """evalrun's target usage (docs/results.md) as AgentV's ``token_usage`` and ``cost_usd``."""
-    found = usage.get("target")
-    target: dict[str, Any] = found if isinstance(found, dict) else {}
-    tokens = {k: target[k] for k in ("input", "output") if isinstance(target.get(k), int)}
-    out: dict[str, Any] = {"token_usage": tokens} if tokens else {}
-    cost = _number(target.get("cost_usd"))
-    if cost is not None:
-        out["cost_usd"] = cost
+    target = usage.target
+    if target is None:
+        return {}
+    out: dict[str, Any] = {"token_usage": {"input": target.input, "output": target.output}}
+    if target.cost_usd is not None:
+        out["cost_usd"] = target.cost_usd
     return out
 
 
-def _usage(row: dict[str, Any]) -> dict[str, Any]:
+def _usage(row: dict[str, Any]) -> CaseUsage:
     """AgentV's ``token_usage`` and ``cost_usd`` as evalrun's target usage."""
     tokens = _field(row, "token_usage", "tokenUsage")
     target = {k: tokens[k] for k in ("input", "output") if isinstance(tokens, dict) and k in tokens}
     cost = _number(_field(row, "cost_usd", "costUsd"))
     if cost is not None:
         target["cost_usd"] = cost
-    return {"target": target} if target else {}
+    return CaseUsage.from_dict({"target": target} if target else {})
 
 
 def _grader(score: dict[str, Any]) -> GraderOutcome:
@@ -192,7 +191,7 @@ def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
             target=target,
             error=error if isinstance(error, str) else None,
             repeat=sample if isinstance(sample, int) and not isinstance(sample, bool) else 0,
-            timings={} if duration is None else {"total_ms": duration},
+            timings=CaseTimings(total_ms=duration),
             usage=_usage(row),
         )
 

@@ -27,7 +27,6 @@ from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
 from evalrun.results.summary import RunMeta, RunStats, summary_dict
 from evalrun.runner.case_grader import CaseGrader
-from evalrun.errors import ExitCode
 from evalrun.runner.plan import RunPlan
 from evalrun.runner.progress import Progress, TableRows
 from evalrun.runner.selection import finished_keys

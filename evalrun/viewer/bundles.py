@@ -97,10 +97,10 @@ class Verdict:
     @classmethod
     def of(cls, view: BundleView) -> Verdict:
         counts = view.stats.counts
-        problems = counts["failed"] + counts["error"] + counts["unscored"]
+        problems = counts.failed + counts.error + counts.unscored
         if view.meta.complete is False or view.meta.interrupted:
             word = "incomplete"
-        elif view.meta.exit_code not in (None, 0) or counts["failed"] + counts["error"]:
+        elif view.meta.exit_code not in (None, 0) or counts.failed + counts.error:
             word = "failed"
         else:
             word = "passed"

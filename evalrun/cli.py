@@ -213,11 +213,10 @@ def _project_defaults(command: str) -> tuple[dict[str, dict[str, Any]] | None, A
 
     try:
         found = project_defaults(Path.cwd(), os.environ)
-    except ProjectConfigError as exc:
-        from evalrun.safetext import printable
+    except ProjectConfigError as exc:  # before click runs a command, so exit here
+        from evalrun.commands.failing import fail
 
-        typer.echo(f"error: {printable(str(exc), multiline=True)}", err=True)
-        raise SystemExit(2) from None  # a usage error: nothing ran (docs/results.md)
+        raise SystemExit(fail(exc).exit_code) from None
     names = PROJECT_OPTIONS[command]
     values = {k: v for k, v in found.values().items() if names is None or k in names}
     if found.evals:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from evalrun.errors import UserError
 from evalrun.session import RunSettings
 from evalrun.suggest import closest
 
@@ -36,7 +37,7 @@ LIST_OPTIONS = frozenset(
 )
 
 
-class ProjectConfigError(Exception):
+class ProjectConfigError(UserError):
     """A config file, ``.env`` or ``EVALRUN_*`` variable that cannot be used; the message names
     the file (with the table) or the variable, and the key."""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import EvalrunError
 from evalrun.reporters.bundle_view import BundleNotFound, BundleView
 from evalrun.reporters.compare import CaseScores
 from evalrun.results.index import IndexedRun
@@ -24,7 +25,7 @@ from evalrun.viewer.bundles import BundleCache, stamp
 KEPT_COMPARISONS = 4
 
 
-class Problem(Exception):
+class Problem(EvalrunError):
     """A request the viewer answers with an error status and one sentence."""
 
     def __init__(self, status: int, message: str) -> None:

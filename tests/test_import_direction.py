@@ -26,6 +26,7 @@ BASE = {
     "evalrun.hardening",
     "evalrun.sqlitewal",
     "evalrun.yamlsource",
+    "evalrun.userdirs",
 }
 #: The records every stage after their maker carries: the judge-call record (made by the proxy)
 #: and the agent transcript (read by a cli target, graded and written to the bundle).
@@ -44,6 +45,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.compact": set(),
     "evalrun.sqlitewal": set(),
     "evalrun.hardening": set(),
+    "evalrun.userdirs": set(),
     "evalrun.judgecall": set(),
     "evalrun.telemetry": RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.transcripts": set(),

@@ -120,9 +120,9 @@ def test_dotenv_lines(tmp_path: Path) -> None:
         read_dotenv(dotenv)
 
 
-def test_list_options_split_on_commas(tmp_path: Path) -> None:
-    found = project_defaults(tmp_path, {"EVALRUN_FILTER": "fr-*, de-*"})
-    assert found.values()["filter"] == ["fr-*", "de-*"]
+def test_list_options_split_on_commas_and_an_empty_variable_is_unset(tmp_path: Path) -> None:
+    found = project_defaults(tmp_path, {"EVALRUN_FILTER": "fr-*, de-*", "EVALRUN_TARGET": ""})
+    assert found.values() == {"filter": ["fr-*", "de-*"]}
 
 
 # --- real processes -------------------------------------------------------------------------
@@ -231,6 +231,11 @@ def test_a_folder_runs_each_file_and_exits_with_the_worst(tmp_path: Path) -> Non
     assert (out / "good" / "results.jsonl").read_text().count("\n") == 1
     assert (out / "bad" / "results.jsonl").read_text().count("\n") == 1
     assert "broken.eval.yaml" in done.stderr
+    # the same --out again: refused before anything runs, the first combined summary kept
+    before = (out / "summary.json").read_text()
+    again = run_cli("evals", "-q", "--out", str(out), cwd=tmp_path, env=clean_env())
+    assert again.returncode == 2 and "not a new or empty folder" in again.stderr
+    assert (out / "summary.json").read_text() == before
 
 
 def test_no_file_and_no_evals_key_is_a_usage_error(tmp_path: Path) -> None:

@@ -222,6 +222,8 @@ def run(
         raise typer.Exit(_run_one(paths[0], options)[0])
     if resume is not None or rerun_failed is not None:
         raise _fail("--resume and --rerun-failed take one eval file (its bundle's)")
+    if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise _fail(f"--out {printable(str(out))}: not a new or empty folder (docs/config.md)")
     raise typer.Exit(_run_many(paths, options))
 
 

@@ -261,3 +261,14 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     (bundle,) = (tmp_path / "runs").glob("*-contextual-precision")
     summary = json.loads((bundle / "summary.json").read_text())
     assert (summary["target"], summary["counts"]["failed"]) == ("mock", 1)
+
+
+def test_the_docs_name_every_run_option_as_a_key() -> None:
+    """docs/config.md's list of keys is RunSettings' fields, spelled as the flags."""
+    from evalrun.session import RunSettings
+
+    doc = (ROOT / "docs" / "config.md").read_text()
+    keys_bullet = doc.split("- **Keys**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`([a-z-]+)`", keys_bullet))
+    expected = {name.replace("_", "-") for name in RunSettings.model_fields} | {"evals"}
+    assert named == expected

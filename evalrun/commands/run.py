@@ -13,6 +13,7 @@ import typer
 
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
+from evalrun.projectconfig import ProjectDefaults
 from evalrun.results.models import CaseResult
 from evalrun.runner.options import ExitCode
 from evalrun.runner.preflight import check_eval
@@ -29,7 +30,7 @@ from evalrun.session import (
     say_warnings,
     write_reports,
 )
-from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.loader import EvalFileError, eval_name, load_eval
 from evalrun.spec.schema import TARGETS_SCHEMA_ID, eval_json_schema, published
 from evalrun.targets import (
     ConfigError,
@@ -261,7 +262,7 @@ def _bundle_names(paths: list[Path]) -> list[str]:
     """A folder name per eval file: its name without ``.eval.yaml``, ``-2``... when repeated."""
     names: list[str] = []
     for path in paths:
-        base = path.name.split(".eval.")[0] if ".eval." in path.name else path.stem
+        base = eval_name(path)
         name, n = base, 1
         while name in names:
             n += 1
@@ -270,7 +271,7 @@ def _bundle_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def _say_project(project: Any) -> None:
+def _say_project(project: ProjectDefaults | None) -> None:
     """``-v``: the files the project's defaults came from, and each default's source."""
     if project is None:
         return
@@ -284,12 +285,13 @@ def _say_project(project: Any) -> None:
 def _run_one(file: Path, options: dict[str, Any]) -> tuple[int, str | None]:
     """Run one eval file; its exit code and its bundle's folder (None when nothing ran)."""
     try:
-        return _run_file(file, options, options["quiet"])
+        return _run_file(file, options)
     except typer.Exit as exc:
         return exc.exit_code, None
 
 
-def _run_file(file: Path, options: dict[str, Any], quiet: bool) -> tuple[int, str | None]:
+def _run_file(file: Path, options: dict[str, Any]) -> tuple[int, str | None]:
+    quiet = options["quiet"]
     try:
         settings = RunSettings.checked(**options)  # the limits the Python API checks too
         loaded = load_eval(file)

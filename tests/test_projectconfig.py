@@ -223,7 +223,7 @@ def test_a_folder_runs_each_file_and_exits_with_the_worst(tmp_path: Path) -> Non
     out = tmp_path / "out"
     done = run_cli("evals", "-q", "--out", str(out), cwd=tmp_path, env=clean_env())
     assert done.returncode == 2, done.stderr  # usage beats a failed gate (docs/config.md)
-    combined = json.loads((out / "summary.json").read_text())
+    combined = json.loads((out / "combined-summary.json").read_text())
     codes = {Path(row["eval"]).name: row["exit_code"] for row in combined["evals"]}
     assert codes == {"bad.eval.yaml": 1, "broken.eval.yaml": 2, "good.eval.yaml": 0}
     assert combined["exit_code"] == 2
@@ -232,10 +232,10 @@ def test_a_folder_runs_each_file_and_exits_with_the_worst(tmp_path: Path) -> Non
     assert (out / "bad" / "results.jsonl").read_text().count("\n") == 1
     assert "broken.eval.yaml" in done.stderr
     # the same --out again: refused before anything runs, the first combined summary kept
-    before = (out / "summary.json").read_text()
+    before = (out / "combined-summary.json").read_text()
     again = run_cli("evals", "-q", "--out", str(out), cwd=tmp_path, env=clean_env())
     assert again.returncode == 2 and "not a new or empty folder" in again.stderr
-    assert (out / "summary.json").read_text() == before
+    assert (out / "combined-summary.json").read_text() == before
 
 
 def test_no_file_and_no_evals_key_is_a_usage_error(tmp_path: Path) -> None:

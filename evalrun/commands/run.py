@@ -231,6 +231,9 @@ def run(
 #: Exit codes of the files of one command, least to most severe: the command exits with the
 #: most severe (docs/config.md, "Several eval files"); 130 stops at once.
 SEVERITY = (ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INCOMPLETE, ExitCode.USAGE)
+#: The combined summary of several files, beside their bundles in ``--out DIR``: not named like
+#: a bundle's summary.json, so DIR is never taken for a bundle.
+COMBINED_SUMMARY = "combined-summary.json"
 
 
 def _run_many(paths: list[Path], options: dict[str, Any]) -> int:
@@ -254,7 +257,7 @@ def _run_many(paths: list[Path], options: dict[str, Any]) -> int:
         typer.echo(f"exit {row['exit_code']}  {printable(row['eval'])}  {printable(bundle_text)}")
     typer.echo(f"{plural(len(rows), 'eval file')}: exit {worst} (the worst of them)")
     if out is not None:
-        (out / "summary.json").write_text(json.dumps(combined, indent=2) + "\n", "utf-8")
+        (out / COMBINED_SUMMARY).write_text(json.dumps(combined, indent=2) + "\n", "utf-8")
     return worst
 
 

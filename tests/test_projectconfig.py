@@ -129,8 +129,8 @@ def test_list_options_split_on_commas_and_an_empty_variable_is_unset(tmp_path: P
 
 
 def test_env_beats_dotenv_beats_config_in_a_real_run(tmp_path: Path) -> None:
-    """One `evalrun` process with every layer but the flag set: the environment wins, and -v
-    says where each default came from."""
+    """One `evalrun` process with every layer set, each option at a different height; -v says
+    where each default came from (the full ladder, one process per rung, is the slow test)."""
     write_eval(tmp_path / "evals", "capitals")
     (tmp_path / "pyproject.toml").write_text(
         '[tool.evalrun]\nevals = ["evals"]\nrepeat = 2\nthreshold = 0.25\n'
@@ -138,10 +138,12 @@ def test_env_beats_dotenv_beats_config_in_a_real_run(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("EVALRUN_REPEAT=3\nEVALRUN_THRESHOLD=0.5\n")
     work = tmp_path / "sub"
     work.mkdir()
-    env = clean_env(EVALRUN_REPEAT="4")
-    done = run_cli("run", "-v", "-q", "--out", str(tmp_path / "o"), cwd=work, env=env)
+    env = clean_env(EVALRUN_REPEAT="4", EVALRUN_MAX_ERRORS="2")
+    flags = ("-v", "-q", "--max-errors", "3", "--out", str(tmp_path / "o"))
+    done = run_cli("run", *flags, cwd=work, env=env)
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "o" / "capitals" / "summary.json").read_text())
+    assert summary["max_errors"] == 3  # the flag over the environment
     assert summary["repeat"] == 4  # environment over .env over config
     assert summary["threshold"] == 0.5  # .env over config
     assert f"config: {tmp_path / 'pyproject.toml'}" in done.stderr

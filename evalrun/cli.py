@@ -71,6 +71,7 @@ COMMANDS: dict[str, str] = {
     "sdk": "sdk",
     "calibrate": "calibrate",
     "init": "init",
+    "cache": "cache",
 }
 
 #: Options of ``evalrun`` itself; anything else in front of the file belongs to ``run``.
@@ -192,22 +193,26 @@ def main(argv: list[str] | None = None) -> None:
     if context_class is not None:
         tidy_help(command, context_class(command, info_name="evalrun"))
     refuse_repeats(command)
-    defaults, project = _project_defaults(args[0] if args else "")
+    defaults, project = _project_defaults(args)
     # ``obj``: the project's defaults and their sources, which ``run -v`` prints
     command.main(args=args, prog_name="evalrun", default_map=defaults, obj=project)
 
 
-#: The commands whose option defaults come from the project (docs/config.md), and which.
-PROJECT_OPTIONS: dict[str, tuple[str, ...] | None] = {
-    "run": None,  # every option
-    "validate": ("target", "judge", "targets"),
+#: The commands whose option defaults come from the project (docs/config.md), by their words
+#: on the command line, and which options (None: all, and the eval files of ``evals``).
+PROJECT_OPTIONS: dict[tuple[str, ...], tuple[str, ...] | None] = {
+    ("run",): None,
+    ("validate",): ("target", "judge", "targets", "files"),
+    ("cache", "clear"): ("cache_dir",),
 }
 
 
-def _project_defaults(command: str) -> tuple[dict[str, dict[str, Any]] | None, Any]:
-    """click's ``default_map`` for ``command``: the project's defaults (config file, ``.env``,
-    ``EVALRUN_*``), which a flag overrides; a bad one is a usage error (exit 2)."""
-    if command not in PROJECT_OPTIONS:
+def _project_defaults(args: list[str]) -> tuple[dict[str, Any] | None, Any]:
+    """click's ``default_map`` for the command ``args`` start with: the project's defaults
+    (config file, ``.env``, ``EVALRUN_*``), which a flag overrides; a bad one is a usage error
+    (exit 2)."""
+    words = next((w for w in PROJECT_OPTIONS if tuple(args[: len(w)]) == w), None)
+    if words is None:
         return None, None
     from evalrun.projectconfig import ProjectConfigError, project_defaults
 
@@ -217,11 +222,14 @@ def _project_defaults(command: str) -> tuple[dict[str, dict[str, Any]] | None, A
         from evalrun.commands.failing import fail
 
         raise SystemExit(fail(exc).exit_code) from None
-    names = PROJECT_OPTIONS[command]
-    values = {k: v for k, v in found.values().items() if names is None or k in names}
+    values = dict(found.values())
     if found.evals:
         values["files"] = found.evals
-    return {command: values}, found
+    names = PROJECT_OPTIONS[words]
+    default_map: dict[str, Any] = {k: v for k, v in values.items() if names is None or k in names}
+    for word in reversed(words):
+        default_map = {word: default_map}
+    return default_map, found
 
 
 def entry() -> None:

@@ -177,6 +177,8 @@ def _from_variables(variables: Mapping[str, str], source: str) -> dict[str, Sett
         if variable not in variables:
             continue
         raw = variables[variable]
+        if not raw.strip():  # `EVALRUN_TARGET=` unsets, as a blank line in CI config means
+            continue
         value: Any = (
             [v.strip() for v in raw.split(",") if v.strip()] if name in LIST_OPTIONS else raw
         )

@@ -30,6 +30,7 @@ BASE = ERRORS | {
     "evalrun.sqlitewal",
     "evalrun.yamlsource",
     "evalrun.loopback",
+    "evalrun.userdirs",
 }
 #: The records every stage after their maker carries: the judge-call record (made by the proxy)
 #: and the agent transcript (read by a cli target, graded and written to the bundle).
@@ -50,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.hardening": set(),
     "evalrun.loopback": set(),
     "evalrun.errors": set(),
+    "evalrun.userdirs": set(),
     "evalrun.judgecall": set(),
     "evalrun.telemetry": ERRORS | RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.transcripts": ERRORS,

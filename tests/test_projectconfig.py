@@ -120,17 +120,17 @@ def test_dotenv_lines(tmp_path: Path) -> None:
         read_dotenv(dotenv)
 
 
-def test_list_options_split_on_commas(tmp_path: Path) -> None:
-    found = project_defaults(tmp_path, {"EVALRUN_FILTER": "fr-*, de-*"})
-    assert found.values()["filter"] == ["fr-*", "de-*"]
+def test_list_options_split_on_commas_and_an_empty_variable_is_unset(tmp_path: Path) -> None:
+    found = project_defaults(tmp_path, {"EVALRUN_FILTER": "fr-*, de-*", "EVALRUN_TARGET": ""})
+    assert found.values() == {"filter": ["fr-*", "de-*"]}
 
 
 # --- real processes -------------------------------------------------------------------------
 
 
 def test_env_beats_dotenv_beats_config_in_a_real_run(tmp_path: Path) -> None:
-    """One `evalrun` process with every layer but the flag set: the environment wins, and -v
-    says where each default came from."""
+    """One `evalrun` process with every layer set, each option at a different height; -v says
+    where each default came from (the full ladder, one process per rung, is the slow test)."""
     write_eval(tmp_path / "evals", "capitals")
     (tmp_path / "pyproject.toml").write_text(
         '[tool.evalrun]\nevals = ["evals"]\nrepeat = 2\nthreshold = 0.25\n'
@@ -138,10 +138,12 @@ def test_env_beats_dotenv_beats_config_in_a_real_run(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("EVALRUN_REPEAT=3\nEVALRUN_THRESHOLD=0.5\n")
     work = tmp_path / "sub"
     work.mkdir()
-    env = clean_env(EVALRUN_REPEAT="4")
-    done = run_cli("run", "-v", "-q", "--out", str(tmp_path / "o"), cwd=work, env=env)
+    env = clean_env(EVALRUN_REPEAT="4", EVALRUN_MAX_ERRORS="2")
+    flags = ("-v", "-q", "--max-errors", "3", "--out", str(tmp_path / "o"))
+    done = run_cli("run", *flags, cwd=work, env=env)
     assert done.returncode == 0, done.stderr
     summary = json.loads((tmp_path / "o" / "capitals" / "summary.json").read_text())
+    assert summary["max_errors"] == 3  # the flag over the environment
     assert summary["repeat"] == 4  # environment over .env over config
     assert summary["threshold"] == 0.5  # .env over config
     assert f"config: {tmp_path / 'pyproject.toml'}" in done.stderr
@@ -223,7 +225,7 @@ def test_a_folder_runs_each_file_and_exits_with_the_worst(tmp_path: Path) -> Non
     out = tmp_path / "out"
     done = run_cli("evals", "-q", "--out", str(out), cwd=tmp_path, env=clean_env())
     assert done.returncode == 2, done.stderr  # usage beats a failed gate (docs/config.md)
-    combined = json.loads((out / "summary.json").read_text())
+    combined = json.loads((out / "combined-summary.json").read_text())
     codes = {Path(row["eval"]).name: row["exit_code"] for row in combined["evals"]}
     assert codes == {"bad.eval.yaml": 1, "broken.eval.yaml": 2, "good.eval.yaml": 0}
     assert combined["exit_code"] == 2
@@ -231,6 +233,11 @@ def test_a_folder_runs_each_file_and_exits_with_the_worst(tmp_path: Path) -> Non
     assert (out / "good" / "results.jsonl").read_text().count("\n") == 1
     assert (out / "bad" / "results.jsonl").read_text().count("\n") == 1
     assert "broken.eval.yaml" in done.stderr
+    # the same --out again: refused before anything runs, the first combined summary kept
+    before = (out / "combined-summary.json").read_text()
+    again = run_cli("evals", "-q", "--out", str(out), cwd=tmp_path, env=clean_env())
+    assert again.returncode == 2 and "not a new or empty folder" in again.stderr
+    assert (out / "combined-summary.json").read_text() == before
 
 
 def test_no_file_and_no_evals_key_is_a_usage_error(tmp_path: Path) -> None:
@@ -256,3 +263,14 @@ def test_the_docs_example_runs(tmp_path: Path) -> None:
     (bundle,) = (tmp_path / "runs").glob("*-contextual-precision")
     summary = json.loads((bundle / "summary.json").read_text())
     assert (summary["target"], summary["counts"]["failed"]) == ("mock", 1)
+
+
+def test_the_docs_name_every_run_option_as_a_key() -> None:
+    """docs/config.md's list of keys is RunSettings' fields, spelled as the flags."""
+    from evalrun.session import RunSettings
+
+    doc = (ROOT / "docs" / "config.md").read_text()
+    keys_bullet = doc.split("- **Keys**", 1)[1].split("\n- **", 1)[0]
+    named = set(re.findall(r"`([a-z-]+)`", keys_bullet))
+    expected = {name.replace("_", "-") for name in RunSettings.model_fields} | {"evals"}
+    assert named == expected

@@ -15,6 +15,7 @@ from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.errors import ExitCode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
+from evalrun.projectconfig import ProjectDefaults
 from evalrun.results.models import CaseResult
 from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
@@ -30,7 +31,7 @@ from evalrun.session import (
     say_warnings,
     write_reports,
 )
-from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.loader import EvalFileError, eval_name, load_eval
 from evalrun.spec.schema import TARGETS_SCHEMA_ID, eval_json_schema, published
 from evalrun.targets import (
     ConfigError,
@@ -211,12 +212,17 @@ def run(
         raise typer.Exit(_run_one(paths[0], options)[0])
     if resume is not None or rerun_failed is not None:
         raise fail("--resume and --rerun-failed take one eval file (its bundle's)")
+    if out is not None and out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise fail(f"--out {printable(str(out))}: not a new or empty folder (docs/config.md)")
     raise typer.Exit(_run_many(paths, options))
 
 
 #: Exit codes of the files of one command, least to most severe: the command exits with the
 #: most severe (docs/config.md, "Several eval files"); 130 stops at once.
 SEVERITY = (ExitCode.OK, ExitCode.GATE_FAILED, ExitCode.INCOMPLETE, ExitCode.USAGE)
+#: The combined summary of several files, beside their bundles in ``--out DIR``: not named like
+#: a bundle's summary.json, so DIR is never taken for a bundle.
+COMBINED_SUMMARY = "combined-summary.json"
 
 
 def _run_many(paths: list[Path], options: dict[str, Any]) -> int:
@@ -240,7 +246,7 @@ def _run_many(paths: list[Path], options: dict[str, Any]) -> int:
         typer.echo(f"exit {row['exit_code']}  {printable(row['eval'])}  {printable(bundle_text)}")
     typer.echo(f"{plural(len(rows), 'eval file')}: exit {worst} (the worst of them)")
     if out is not None:
-        (out / "summary.json").write_text(json.dumps(combined, indent=2) + "\n", "utf-8")
+        (out / COMBINED_SUMMARY).write_text(json.dumps(combined, indent=2) + "\n", "utf-8")
     return worst
 
 
@@ -248,7 +254,7 @@ def _bundle_names(paths: list[Path]) -> list[str]:
     """A folder name per eval file: its name without ``.eval.yaml``, ``-2``... when repeated."""
     names: list[str] = []
     for path in paths:
-        base = path.name.split(".eval.")[0] if ".eval." in path.name else path.stem
+        base = eval_name(path)
         name, n = base, 1
         while name in names:
             n += 1
@@ -257,7 +263,7 @@ def _bundle_names(paths: list[Path]) -> list[str]:
     return names
 
 
-def _say_project(project: Any) -> None:
+def _say_project(project: ProjectDefaults | None) -> None:
     """``-v``: the files the project's defaults came from, and each default's source."""
     if project is None:
         return
@@ -271,12 +277,13 @@ def _say_project(project: Any) -> None:
 def _run_one(file: Path, options: dict[str, Any]) -> tuple[int, str | None]:
     """Run one eval file; its exit code and its bundle's folder (None when nothing ran)."""
     try:
-        return _run_file(file, options, options["quiet"])
+        return _run_file(file, options)
     except typer.Exit as exc:
         return exc.exit_code, None
 
 
-def _run_file(file: Path, options: dict[str, Any], quiet: bool) -> tuple[int, str | None]:
+def _run_file(file: Path, options: dict[str, Any]) -> tuple[int, str | None]:
+    quiet = options["quiet"]
     try:
         settings = RunSettings.checked(**options)  # the limits the Python API checks too
         loaded = load_eval(file)

@@ -18,6 +18,8 @@ import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from evalrun.userdirs import user_cache_dir
+
 PREFIX_VARIABLE = "PYTHONPYCACHEPREFIX"
 NO_WRITE_VARIABLE = "PYTHONDONTWRITEBYTECODE"
 #: the packages evalrun compiles for its graders (found, not imported: the launcher does not
@@ -26,12 +28,11 @@ PACKAGES = ("grader_sdk", "graders")
 
 
 def pycache_prefix(env: Mapping[str, str]) -> Path:
-    """The prefix the user set, else ``evalrun/pycache`` in the XDG cache folder."""
+    """The prefix the user set, else ``pycache`` in evalrun's user cache folder."""
     chosen = env.get(PREFIX_VARIABLE)
     if chosen:
         return Path(chosen)
-    cache = env.get("XDG_CACHE_HOME") or os.path.join(env.get("HOME") or Path.home(), ".cache")
-    return Path(cache) / "evalrun" / "pycache"
+    return user_cache_dir(env) / "pycache"
 
 
 @functools.lru_cache(maxsize=4)

@@ -92,10 +92,16 @@ class LoadedEval:
 
     @property
     def name(self) -> str:
-        name = self.path.name
-        for suffix in (".yaml", ".yml", ".json"):
-            name = name.removesuffix(suffix)
-        return name.removesuffix(".eval")
+        return eval_name(self.path)
+
+
+def eval_name(path: Path) -> str:
+    """What a run calls an eval file, in its bundle's folder name: ``quality.eval.yaml`` is
+    ``quality``."""
+    name = path.name
+    for suffix in (".yaml", ".yml", ".json"):
+        name = name.removesuffix(suffix)
+    return name.removesuffix(".eval")
 
 
 def load_eval(path: Path) -> LoadedEval:

@@ -7,6 +7,8 @@ plug-in under ``providers/`` and the offline embedding judge is ``local/``
 
 from __future__ import annotations
 
+from pathlib import Path
+
 # registers every kind in the registry's table (which cannot import it: it imports the registry)
 import evalrun.targets.providers  # noqa: F401
 from evalrun.errors import ConfigError  # raised by the targets; defined with the others
@@ -56,6 +58,7 @@ __all__ = [
     "UnsupportedRequest",
     "StoreOptions",
     "build_provider",
+    "clear_response_cache",
     "kind_of",
     "kinds",
     "find_targets_file",
@@ -64,3 +67,11 @@ __all__ = [
     "locate_targets_file",
     "missing_extra",
 ]
+
+
+def clear_response_cache(directory: Path) -> list[Path]:
+    """Delete the response cache kept in ``directory`` (``evalrun cache clear``); the files
+    removed. Imported on use: a run that does not clear pays nothing for it."""
+    from evalrun.targets.stores.cache import clear
+
+    return clear(directory)

@@ -25,6 +25,21 @@ from evalrun.targets.stores.format import (
 )
 
 FILENAME = "cache.sqlite3"
+#: What SQLite keeps beside the database in WAL mode (evalrun/sqlitewal.py)
+COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def clear(directory: Path) -> list[Path]:
+    """Delete the response cache in ``directory`` (its database and SQLite's files beside it,
+    nothing else, so a mistaken folder loses nothing of its own); the files removed."""
+    removed = []
+    for name in (FILENAME, *(FILENAME + suffix for suffix in COMPANIONS)):
+        path = Path(directory) / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

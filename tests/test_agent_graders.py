@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from evalrun.launcher.deterministic import run_deterministic
 from evalrun.results.models import GraderResult
@@ -34,6 +35,34 @@ def claude(name: str) -> Transcript:
 def grade(grader: dict[str, Any], transcript: Transcript | None) -> GraderResult:
     spec = GraderSpec.model_validate(grader)
     return run_deterministic(spec, transcript.answer if transcript else "answer", transcript)
+
+
+def refused(grader: dict[str, Any], message: str) -> None:
+    """Options a check cannot read are refused when the file loads; a spec built around
+    validation still gets an error result from the check, never a score."""
+    with pytest.raises(ValidationError) as caught:
+        GraderSpec.model_validate(grader)
+    assert f"Value error, {message}" in str(caught.value)
+    unchecked = GraderSpec.model_construct(**{"config": {}, "value": None, "negate": False,
+                                              "name": grader["type"], **grader})  # fmt: skip
+    result = run_deterministic(unchecked, "done", SKILL_RUN)
+    assert result.status == "error" and result.reason.startswith(message), result.reason
+
+
+def test_a_file_with_options_a_check_cannot_read_names_its_line(tmp_path: Path) -> None:
+    from evalrun.spec.loader import EvalFileError, load_eval
+
+    path = tmp_path / "agent.eval.yaml"
+    path.write_text(
+        "tests:\n  - id: a\n    input: hi\n    graders:\n      - type: contains\n"
+        "        value: x\n      - type: execution-metrics\n        max_tokens: lots\n"
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert str(caught.value).startswith(
+        f"{path}:7: tests[0].graders[1]: Value error, execution-metrics: max_tokens must be a "
+        "number >= 0, got 'lots'"
+    )
 
 
 # --- execution-metrics ---------------------------------------------------------------------
@@ -99,9 +128,8 @@ def test_negated_metrics_score_one_minus_the_share() -> None:
         ({"max_tool_calls": True}, "execution-metrics: max_tool_calls must be a number >= 0"),
     ],
 )
-def test_metrics_config_it_cannot_read_is_an_error(config: dict[str, Any], message: str) -> None:
-    result = grade({"type": "execution-metrics", "config": config}, claude("claude-code.jsonl"))
-    assert result.status == "error" and result.reason.startswith(message), result.reason
+def test_metrics_config_it_cannot_read_is_refused(config: dict[str, Any], message: str) -> None:
+    refused({"type": "execution-metrics", "config": config}, message)
 
 
 def test_agent_checks_without_a_transcript_are_errors() -> None:
@@ -202,9 +230,8 @@ def test_skill_trigger_is_skill_used_by_another_name(config: dict[str, Any], pas
         ({"type": "skill-trigger", "config": {}}, "skill-trigger: needs skill"),
     ],
 )
-def test_skill_config_it_cannot_read_is_an_error(grader: dict[str, Any], message: str) -> None:
-    result = grade(grader, SKILL_RUN)
-    assert result.status == "error" and result.reason.startswith(message), result.reason
+def test_skill_config_it_cannot_read_is_refused(grader: dict[str, Any], message: str) -> None:
+    refused(grader, message)
 
 
 # --- AgentV's example files against scripted agents ----------------------------------------
@@ -409,8 +436,7 @@ def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: boo
     ],
 )  # fmt: skip
 def test_trajectory_assertion_config_it_cannot_read(type_: str, value: Any, message: str) -> None:
-    result = grade({"type": type_, "config": {"value": value}}, TOOL_RUN)
-    assert result.status == "error" and result.reason.startswith(message), result.reason
+    refused({"type": type_, "config": {"value": value}}, message)
 
 
 #: AgentV's examples/features/trajectory-assertions-simple/evals/suite.yaml, each case's

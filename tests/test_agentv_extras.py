@@ -47,10 +47,18 @@ def test_list_checks_score_as_agentv_defines_them(
 
 
 @pytest.mark.parametrize(
-    "type_", ["tool-trajectory", "trajectory:tool-used", "execution-metrics", "skill-trigger"]
+    ("type_", "config"),
+    [
+        ("tool-trajectory", {}),
+        ("trajectory:tool-used", {"value": "search"}),
+        ("execution-metrics", {"max_tool_calls": 1}),
+        ("skill-trigger", {"skill": "deploy"}),
+    ],
 )
-def test_agent_facing_graders_error_saying_they_need_a_transcript(type_: str) -> None:
-    result = run_deterministic(GraderSpec(type=type_), "any answer")
+def test_agent_facing_graders_error_saying_they_need_a_transcript(
+    type_: str, config: dict[str, object]
+) -> None:
+    result = run_deterministic(GraderSpec(type=type_, config=config), "any answer")
     assert result.status == "error"
     assert result.score is None
     assert "needs a transcript this target gives none of" in (result.reason or "")
@@ -79,7 +87,7 @@ AGENTV_FILE = """\
           - Is polite
           - type: rubrics
             criteria: [Is short, {id: r2, outcome: Is kind}]
-          - {type: not-skill-used, skill: deploy}
+          - {type: not-skill-used, value: deploy}
           - type: tool-trajectory
             mode: any_order
             expected: [{tool: search}]
@@ -121,7 +129,7 @@ def test_agentv_suite_keys_and_graders_load(tmp_path: Path, monkeypatch) -> None
     rubrics = [g for g in one.graders if g.config.get("rubric") == ["Is short", "Is kind"]]
     assert rubrics and rubrics[0].type == "llm-rubric"
     skill = graders["skill-used"]
-    assert (skill.negate, skill.config) == (True, {"skill": "deploy"})
+    assert (skill.negate, skill.value, skill.config) == (True, "deploy", {})
     trajectory = graders["tool-trajectory"]
     assert trajectory.mode is None
     assert trajectory.config == {"mode": "any_order", "expected": [{"tool": "search"}]}
@@ -213,7 +221,7 @@ def test_a_run_says_plainly_what_it_cannot_grade(tmp_path: Path) -> None:
             output: hello there
             assertions:
               - {type: starts-with, value: hello}
-              - {type: trajectory:tool-used, expected: [search]}
+              - {type: trajectory:tool-used, value: search}
           - id: chat
             mode: conversation
             input: []

@@ -21,9 +21,21 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = {"command": ["python", "g.py"], "value": "x", "schema": {"type": "object"}}
 
 
+#: the options the checks of an agent's run cannot do without (validated at load, docs/agents.md)
+OPTIONS = {
+    "execution-metrics": {"config": {"max_tool_calls": 1}},
+    "skill-used": {"value": "x"},
+    "skill-trigger": {"config": {"skill": "x"}},
+    "trajectory:tool-used": {"value": "x"},
+    "trajectory:tool-sequence": {"value": ["x"]},
+    "trajectory:tool-args-match": {"config": {"value": {"name": "x", "args": {}}}},
+}
+
+
 def _spec(type_: str, **extra: object) -> GraderSpec:
-    keys = {key: SAMPLE[key] for key in KINDS[type_.replace("_", "-")].requires}
-    return GraderSpec.model_validate({"type": type_, **keys, **extra})
+    name = type_.replace("_", "-")
+    keys = {key: SAMPLE[key] for key in KINDS[name].requires}
+    return GraderSpec.model_validate({"type": type_, **keys, **OPTIONS.get(name, {}), **extra})
 
 
 def test_every_check_kind_has_a_check_and_every_check_a_kind() -> None:

@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.transcripts": ERRORS,
     "evalrun.yamlsource": ERRORS | {"evalrun.safetext", "evalrun.suggest"},
     "evalrun.rubric": BASE | {"rubrics"},
-    "evalrun.spec": BASE,
+    "evalrun.spec": BASE | {"evalrun.transcripts"},  # the agent checks' options, at load time
     "evalrun.results": BASE | RECORDS,
     "evalrun.targets": BASE | {"evalrun.transcripts"},
     "proxy": BASE | RECORDS | {"evalrun.targets"},  # not results/: a later stage

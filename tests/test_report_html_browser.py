@@ -489,3 +489,46 @@ def test_a_large_run_pages_passed_cases_in_from_compact_data(
     assert browser.js("window.evalrunErrors.length") == 0
     assert browser.problems() == []
     browser.screenshot(_artifact("large-run-1400x1000.png"), whole_page=False)
+
+
+def test_a_transcript_opens_step_by_step_and_runs_nothing(browser: Browser, tmp_path: Path) -> None:
+    """docs/reports.md, "Transcripts": folded until clicked, then every step and tool call;
+    a tool result holding markup is shown as text and executes nothing."""
+    from evalrun.transcripts import Step, ToolCall, Transcript, Usage
+
+    hostile = '</pre><img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    transcript = Transcript(
+        "claude-code",
+        "Fixed.",
+        [
+            Step(
+                "assistant",
+                "Reading.",
+                [ToolCall("Read", {"file_path": "a.py"}, "t1", hostile)],
+                duration_ms=850,
+                usage=Usage(1214, 58),
+            ),  # fmt: skip
+            Step("assistant", "Fixed."),
+        ],
+    )
+    result = case_result("agent", [grader("contains", 1.0)], output="Fixed.")
+    result.transcript = transcript.to_dict()
+    run = write_bundle(tmp_path / "run", [result])
+    write_reports(run, ("html",))
+    browser.open((run / "report.html").as_uri())
+    browser.click("#case-table tbody[data-id='agent'] tr.case-row")
+    block = "document.querySelector('details.transcript')"
+    assert browser.js(f"{block}.open") is False  # folded by default
+    assert browser.js(f"{block}.querySelector('ol.steps').checkVisibility()") is False
+    browser.click("details.transcript > summary")
+    assert browser.js(f"{block}.open") is True
+    assert browser.js(f"{block}.querySelector('ol.steps').checkVisibility()") is True
+    assert browser.js(f"{block}.querySelectorAll('li.step').length") == 2
+    browser.click("details.tool-call > summary")
+    text = browser.js(f"{block}.innerText")
+    assert "1. assistant · 850 ms · 1214+58 tokens" in text
+    assert hostile in text  # shown as text
+    assert browser.js(f"{block}.querySelectorAll('img, script').length") == 0
+    assert browser.js("typeof window.pwned") == "undefined"
+    assert browser.js("window.evalrunErrors.length") == 0
+    assert browser.problems() == []

@@ -83,15 +83,18 @@ def test_no_transcript_abstains_before_any_call() -> None:
 
 def test_through_the_real_proxy() -> None:
     """A real grader process, the real proxy over loopback HTTP, a mock judge: the verdict is
-    the score, and a reply it cannot read makes it abstain (exit 3) with the reason."""
-    body = json.loads(json.dumps(payload()))
+    the score."""
     rules = [
         {"task": "task-completion", "response": '{"pass": true, "score": 1, "reason": "done"}'}
     ]
-    run = run_with_proxy("graders.task_completion", body, rules)
+    run = run_with_proxy("graders.task_completion", json.loads(json.dumps(payload())), rules)
     assert run.exit_code == 0, run.stderr
     assert run.result["score"] == 1 and run.result["reason"] == "done"
     assert run.calls == 1
+
+
+def test_an_unreadable_reply_through_the_real_proxy_abstains() -> None:
+    body = json.loads(json.dumps(payload()))
     run = run_with_proxy("graders.task_completion", body, [], default="Looks complete!")
     assert run.exit_code == 3, run.stderr
     assert run.result["abstain"] is True

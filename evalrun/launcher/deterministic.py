@@ -13,7 +13,7 @@ from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
-from evalrun.transcripts.skills import judge_skills, read_expectation, skill_uses
+from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
 from evalrun.transcripts.tool_assertions import ASSERTIONS, tool_steps
 from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
 
@@ -232,16 +232,12 @@ def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) ->
     AgentV 4.x's ``skill-trigger`` names one in ``skill`` with ``should_trigger`` (docs/agents.md,
     "skill-used and skill-trigger")."""
     transcript = _needs_transcript(spec, transcript)
-    config = spec.config
-    forbidden = spec.negate
+    value: Any
     if spec.type == "skill-trigger":
-        should = config.get("should_trigger", True)
-        if not isinstance(config.get("skill"), str) or not isinstance(should, bool):
-            raise ValueError("skill-trigger: needs skill (a name) and should_trigger true/false")
-        value: Any = config["skill"]
-        forbidden = forbidden != (not should)
+        value, forbidden = read_trigger(spec.config, spec.negate)
     else:
-        value = spec.value if spec.value is not None else config.get("value")
+        value = spec.value if spec.value is not None else spec.config.get("value")
+        forbidden = spec.negate
     verdict = judge_skills(read_expectation(value), skill_uses(transcript), forbidden=forbidden)
     score = 1.0 if verdict.passed else 0.0
     return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])

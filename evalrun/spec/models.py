@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
+from evalrun.transcripts.options import option_problem
 
 
 class ToolCall(BaseModel):
@@ -161,6 +162,9 @@ class GraderSpec(BaseModel):
                 raise ValueError(f"a '{self.type}' grader needs '{key}'")
         if self.name is None:
             self.name = self.type if self.kind.runs != "command" else _command_name(self.command)
+        problem = option_problem(self.type, self.value, self.config, self.negate)
+        if problem is not None:
+            raise ValueError(problem)  # an agent check's options (docs/agents.md)
         return self
 
     @property

@@ -123,6 +123,15 @@ def read_expectation(value: Any) -> list[str] | dict[str, Any]:
     )
 
 
+def read_trigger(config: dict[str, Any], negate: bool) -> tuple[str, bool]:
+    """AgentV 4.x's ``skill-trigger`` (``skill``, ``should_trigger``, default true) as the
+    ``skill-used`` it became: (the name, whether it is forbidden)."""
+    should = config.get("should_trigger", True)
+    if not _text(config.get("skill")) or not isinstance(should, bool):
+        raise ValueError("skill-trigger: needs skill (a name) and should_trigger true/false")
+    return str(config["skill"]).strip(), negate != (not should)
+
+
 def judge_skills(
     expected: list[str] | dict[str, Any], uses: list[SkillUse], *, forbidden: bool
 ) -> SkillVerdict:

@@ -4,6 +4,7 @@ history, and the loopback gate (docs/viewer.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import shutil
 import signal
@@ -399,3 +400,46 @@ def test_a_score_json_cannot_carry_reads_as_unknown(tmp_path: Path) -> None:
         reply = client.get("/api/runs/1/cases")
     assert reply.status_code == 200, reply.text
     assert reply.json()["cases"][0]["graders"][0]["score"] is None
+
+
+@pytest.mark.slow  # a package build: ~10 s
+def test_a_built_copy_ships_the_pages_assets(tmp_path: Path) -> None:
+    """Built as an install would build it (setuptools build_py with the pyproject's
+    package-data) and imported from elsewhere, the viewer finds its page, script and styles."""
+    root = Path(__file__).resolve().parent.parent
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(root / "pyproject.toml", src)
+    for package in ("evalrun", "proxy", "grader_sdk", "graders", "rubrics"):
+        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
+    site = tmp_path / "site"
+    build = subprocess.run(
+        [sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py"]
+        + ["--build-lib", str(site)],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    probe = (
+        "import hashlib, evalrun.viewer.app as a; print(a.__file__); "
+        "[print(n, hashlib.sha256(a._asset(n)).hexdigest()) for n in (a.SHELL, *a.ASSETS)]"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {probe}"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(str(site))
+    expected = [
+        f"{name} {hashlib.sha256((STATIC / name).read_bytes()).hexdigest()}"
+        for name in ("index.html", "app.js", "style.css")
+    ]
+    assert lines[1:] == expected

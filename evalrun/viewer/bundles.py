@@ -1,6 +1,6 @@
 """A run's page as data: the verdict, the statistics and one page of cases in report order
 (problems first), read from the bundle by byte offset so a page costs the same in a run of 10
-or 100,000 cases (docs/viewer.md, "The run page").
+or 100,000 cases (docs/viewer.md, "The pages").
 
 Bundles are scanned once and kept (a few, the last used): the scan holds numbers only
 (``evalrun/results/scan.py``), and a bundle rewritten since (a resumed run) is scanned again.

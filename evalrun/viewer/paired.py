@@ -1,5 +1,5 @@
 """N-way comparison of runs, aligned by case: the first run is the base, each other run is
-paired with it case by case (docs/viewer.md, "Comparing runs", where the formulas are).
+paired with it case by case (the formulas: docs/viewer.md, "The statistics of a comparison").
 
 Pass/fail changes are tested with McNemar's exact test (a two-sided binomial test on the
 discordant cases), mean-score changes with a paired percentile bootstrap of the per-case
@@ -25,7 +25,8 @@ ALPHA = 0.05
 
 def mcnemar_exact(regressed: int, fixed: int) -> float:
     """Two-sided exact McNemar p-value: ``min(1, 2 * P(X <= min(b, c)))`` for
-    ``X ~ Binomial(b + c, 1/2)``; 1 when no case changed (docs/viewer.md)."""
+    ``X ~ Binomial(b + c, 1/2)``; 1 when no case changed (docs/viewer.md, "The statistics of
+    a comparison")."""
     if regressed < 0 or fixed < 0:
         raise ValueError("counts of changed cases cannot be negative")
     n = regressed + fixed

@@ -17,8 +17,8 @@ import typer
 from evalrun.commands.options import TARGETS
 from evalrun.targets import (
     ConfigError,
+    TargetNotConfigured,
     TargetPool,
-    UnknownTarget,
     load_targets,
     locate_targets_file,
 )
@@ -83,7 +83,7 @@ def proxy_command(
         for name in names:
             file.get(name)
         pool.check(names)
-    except UnknownTarget as exc:
+    except TargetNotConfigured as exc:
         typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
         raise typer.Exit(2) from None
     except (ConfigError, SourceError) as exc:

@@ -16,10 +16,10 @@ from evalrun.targets import (
     ConfigError,
     TargetConfig,
     TargetError,
+    TargetNotConfigured,
     TargetPool,
     TargetsFile,
     TargetsLookup,
-    UnknownTarget,
     kind_of,
     load_targets,
     locate_targets_file,
@@ -88,7 +88,7 @@ def check_target(
         pool = TargetPool(TargetsFile(targets=[config]))
         pool.check([name])
         target = pool.get(name)
-    except UnknownTarget as exc:
+    except TargetNotConfigured as exc:
         typer.echo(f"error: {exc}; {lookup.describe() if lookup else ''}", err=True)
         raise typer.Exit(2) from None
     except (ConfigError, SourceError) as exc:

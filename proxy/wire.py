@@ -1,21 +1,40 @@
 """The proxy's JSON wire format (docs/proxy.md): camelCase out, camelCase or snake_case in.
 
-These models are the proxy's only edge with graders. On AgentV's routes a request key the proxy
-does not know is refused (400) rather than ignored, so a misspelt target selector can never fall
-back to the default target; AgentV's bookkeeping keys (``evalCaseId``, ``attempt``) are declared,
-accepted and ignored. The OpenAI route takes OpenAI's own request fields beside the declared
+These models are the proxy's only edge with graders, and the one description of each answer's
+shape (``proxy.replies`` serialises them, ``proxy.declared`` documents them). On AgentV's routes
+a request key the proxy does not know is ignored and recorded, as AgentV's proxy ignores it,
+unless it would choose the target, its endpoint or credentials (``refused_key``): that one is
+refused with 400, so a misspelt selector never falls back to the default target unnoticed. The OpenAI route takes OpenAI's own request fields beside the declared
 ones and refuses any other key (a transport or credential field such as ``api_base``) with 400.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from evalrun.targets import OPTION_FIELDS
+
+
+class ErrorLike(Protocol):
+    """What an error answer carries (``proxy.replies.ErrorReply``)."""
+
+    status: int
+    code: str
+    message: str
+    extra: dict[str, Any]
+
 
 #: the OpenAI surface's routes start so, and answer errors in its shape (docs/proxy.md)
 OPENAI_PREFIX = "/v1/"
@@ -41,27 +60,55 @@ class WireModel(BaseModel):
     )
 
 
-class StrictWireModel(WireModel):
-    """Refuses keys that are not a field (camelCase or snake_case), naming them and the fields;
-    the schema says so too (``additionalProperties: false``)."""
+#: Request keys AgentV's routes refuse rather than ignore (compared lower-case, without ``_``
+#: and ``-``): a key that would name where a call goes or with what credentials. Ignoring one
+#: would let a grader believe its judge call went elsewhere, or a misspelt target selector fall
+#: back to the default target (docs/security.md, "Unknown request keys").
+REFUSED_KEYS = frozenset(
+    {"model", "targetname", "providerlabel", "targetlabel", "providername", "apibase",
+     "baseurl", "apikey", "apiversion", "headers", "extraheaders", "extraquery", "extrabody",
+     "customllmprovider", "timeout", "organization", "project", "endpoint", "url",
+     "deployment", "deploymentid", "authorization", "token", "accesstoken", "proxy"}
+)  # fmt: skip
+#: ... and any key holding one of these words (``openaiApiKey``, ``azure_endpoint``, ...)
+REFUSED_WORDS = ("key", "token", "secret", "password", "credential", "url", "header", "endpoint")
 
-    model_config = ConfigDict(
-        **WireModel.model_config, json_schema_extra={"additionalProperties": False}
-    )
 
-    @model_validator(mode="before")
+def refused_key(key: str) -> bool:
+    folded = key.lower().replace("_", "").replace("-", "")
+    return folded in REFUSED_KEYS or any(word in folded for word in REFUSED_WORDS)
+
+
+class LenientWireModel(WireModel):
+    """AgentV's request bodies: as AgentV's proxy does, a key that is not a field is ignored,
+    and named in the call's record (``ignored_keys``), unless :func:`refused_key` says it
+    would redirect the call; that one is refused (400) naming it and the known fields."""
+
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _known_keys_only(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        known = _known_keys(cls)
-        unknown = sorted(str(key) for key in data if key not in known)
-        if unknown:
-            allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
-            raise ValueError(
-                f"unknown field {', '.join(repr(k[:50]) for k in unknown[:5])} (known: {allowed})"
-            )
-        return data
+    def _unknown_keys(cls, data: Any, handler: Any) -> Any:
+        unknown: list[str] = []
+        if isinstance(data, dict):
+            known = _known_keys(cls)
+            unknown = sorted(str(key) for key in data if key not in known)
+            refused = [key for key in unknown if refused_key(key)]
+            if refused:
+                allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
+                raise ValueError(
+                    f"field {', '.join(repr(k[:50]) for k in refused[:5])} is refused: it would "
+                    f"choose the target, its endpoint or its credentials, which come from "
+                    f"targets.yaml (known: {allowed})"
+                )
+        model = handler(data)
+        model._ignored = unknown
+        return model
+
+    @property
+    def ignored_keys(self) -> list[str]:
+        """The unknown keys the request carried (ignored, as AgentV's proxy ignores them)."""
+        return self._ignored
 
 
 @functools.cache
@@ -71,16 +118,16 @@ def _known_keys(model: type[BaseModel]) -> frozenset[str]:
 
 
 def _one_selector(schema: dict[str, Any]) -> None:
-    schema["additionalProperties"] = False
     schema["not"] = {
         "required": ["target", "provider"],
         "properties": {"target": {"type": "string"}, "provider": {"type": "string"}},
     }
 
 
-class InvokeRequest(StrictWireModel):
-    """``provider`` (AgentV's current SDK) and ``target`` (AgentV 4.x) are the same selector;
-    send one. ``evalCaseId`` and ``attempt`` are AgentV's bookkeeping, accepted and ignored."""
+class InvokeBody(LenientWireModel):
+    """The body of ``/invoke`` (and each request of a batch). ``provider`` (AgentV's current
+    SDK) and ``target`` (AgentV 4.x) are the same selector; send one. ``evalCaseId`` and
+    ``attempt`` are AgentV's bookkeeping, accepted and ignored."""
 
     model_config = ConfigDict(**WireModel.model_config, json_schema_extra=_one_selector)
 
@@ -96,16 +143,21 @@ class InvokeRequest(StrictWireModel):
     attempt: Any = Field(None, description="AgentV's bookkeeping; ignored")
 
     @model_validator(mode="after")
-    def _selector(self) -> InvokeRequest:
+    def _selector(self) -> InvokeBody:
         if self.provider is not None:
             if self.target is not None:
                 raise ValueError("send 'target' or its synonym 'provider', not both")
             self.target = self.provider
         return self
 
+    @property
+    def selector(self) -> str:
+        """The key the client named its target with, for the words of an unknown-target error."""
+        return "provider" if self.provider is not None else "target"
 
-class InvokeBatchRequest(StrictWireModel):
-    requests: list[InvokeRequest]
+
+class InvokeBatchRequest(LenientWireModel):
+    requests: list[InvokeBody]
 
 
 class OutputMessage(WireModel):
@@ -136,8 +188,33 @@ class InvokeResponse(WireModel):
     refusal: str | None
 
 
+class InvokeItemError(WireModel):
+    """A request of a batch that was not answered: AgentV's ``{output: [], rawText: "Error:
+    <message>"}``, with the error's ``error`` (message), ``code``, ``status``, its ``index``
+    and extra fields (``allowed``) beside it, so evalrun's SDKs raise it as they would on
+    ``/invoke`` (docs/proxy.md)."""
+
+    model_config = ConfigDict(**{**WireModel.model_config, "extra": "allow"})
+
+    output: list[OutputMessage]
+    raw_text: str
+    error: str
+    code: str
+    status: int
+    index: int
+
+    @classmethod
+    def of(cls, error: ErrorLike, index: int) -> InvokeItemError:
+        fields = {"output": [], "rawText": f"Error: {error.message}", "error": error.message}
+        return cls.model_validate(
+            {**fields, "code": error.code, "status": error.status, "index": index, **error.extra}
+        )
+
+
 class InvokeBatchResponse(WireModel):
-    responses: list[InvokeResponse]
+    """The answers in request order: an answer, or that request's error in its place."""
+
+    responses: list[InvokeResponse | InvokeItemError]
 
 
 class InfoResponse(WireModel):
@@ -226,11 +303,18 @@ class ChatCompletionRequest(BaseModel):
     task: dict[str, Any] | None = None
 
 
+def _sent_when_set() -> Any:
+    """A field that is left out of the answer while it is None (as OpenAI leaves it out)."""
+    return Field(default=None, exclude_if=lambda value: value is None)
+
+
 class ChatChoiceMessage(BaseModel):
+    """``content`` is null when the answer is only tool calls or only a refusal, as OpenAI's."""
+
     role: Literal["assistant"] = "assistant"
     content: str | None
     refusal: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = _sent_when_set()
 
 
 class ChatChoice(BaseModel):
@@ -238,6 +322,22 @@ class ChatChoice(BaseModel):
     message: ChatChoiceMessage
     finish_reason: str
     logprobs: dict[str, Any] | None = None
+
+
+class ChunkDelta(BaseModel):
+    """What one ``chat.completion.chunk`` adds; fields without a value are left out."""
+
+    role: Literal["assistant"] | None = _sent_when_set()
+    content: str | None = _sent_when_set()
+    refusal: str | None = _sent_when_set()
+    tool_calls: list[dict[str, Any]] | None = _sent_when_set()
+
+
+class ChunkChoice(BaseModel):
+    index: int = 0
+    delta: ChunkDelta
+    logprobs: dict[str, Any] | None = None
+    finish_reason: str | None = None
 
 
 class ChatUsage(BaseModel):
@@ -253,6 +353,18 @@ class ChatCompletionResponse(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: ChatUsage
+
+
+class ChatCompletionChunk(BaseModel):
+    """One server-sent event of a streamed answer. ``usage`` is sent (null until the last
+    chunk) only when the request asked for it (``stream_options.include_usage``)."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: ChatUsage | None = None
 
 
 class ModelEntry(BaseModel):

@@ -11,6 +11,7 @@ ones and refuses any other key (a transport or credential field such as ``api_ba
 from __future__ import annotations
 
 import functools
+import re
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import (
@@ -60,23 +61,39 @@ class WireModel(BaseModel):
     )
 
 
-#: Request keys AgentV's routes refuse rather than ignore (compared lower-case, without ``_``
-#: and ``-``): a key that would name where a call goes or with what credentials. Ignoring one
-#: would let a grader believe its judge call went elsewhere, or a misspelt target selector fall
-#: back to the default target (docs/security.md, "Unknown request keys").
-REFUSED_KEYS = frozenset(
-    {"model", "targetname", "providerlabel", "targetlabel", "providername", "apibase",
-     "baseurl", "apikey", "apiversion", "headers", "extraheaders", "extraquery", "extrabody",
-     "customllmprovider", "timeout", "organization", "project", "endpoint", "url",
-     "deployment", "deploymentid", "authorization", "token", "accesstoken", "proxy"}
+#: Request keys AgentV's routes refuse rather than ignore, in any case, words joined by ``_``,
+#: ``-`` or nothing: a key that would name where a call goes or with what credentials. Ignoring
+#: one would let a grader believe its judge call went elsewhere, or a target selector of another
+#: API take (docs/security.md, "Unknown request keys"). The names, then the endings.
+_REFUSED_NAMES = (
+    "model", "target name", "target label", "provider label", "provider name", "api base",
+    "api version", "custom llm provider", "timeout", "organization", "project", "deployment",
+    "deployment id", "authorization", "proxy", "extra query", "extra body",
 )  # fmt: skip
-#: ... and any key holding one of these words (``openaiApiKey``, ``azure_endpoint``, ...)
-REFUSED_WORDS = ("key", "token", "secret", "password", "credential", "url", "header", "endpoint")
+_REFUSED_ENDINGS = (
+    "key", "token", "secret", "password", "credential", "credentials", "url", "header", "headers",
+    "endpoint",
+)  # fmt: skip
+
+
+def _words(phrase: str) -> str:
+    return "[_-]?".join(phrase.split())
+
+
+_REFUSED_PATTERN = (
+    f"^(?:{'|'.join(_words(name) for name in _REFUSED_NAMES)})$|(?:{'|'.join(_REFUSED_ENDINGS)})$"
+)
+_REFUSED = re.compile(_REFUSED_PATTERN, re.IGNORECASE)
+#: the same pattern for the OpenAPI document, whose regexes have no case flag
+REFUSED_KEY_SCHEMA = {
+    "not": {"pattern": re.sub(r"[a-z]", lambda m: f"[{m[0]}{m[0].upper()}]", _REFUSED_PATTERN)}
+}
 
 
 def refused_key(key: str) -> bool:
-    folded = key.lower().replace("_", "").replace("-", "")
-    return folded in REFUSED_KEYS or any(word in folded for word in REFUSED_WORDS)
+    """A key that would choose the target, its endpoint or credentials (``api_base``,
+    ``apiKey``, ``extra_headers``, ``model``, ...), which AgentV's routes refuse."""
+    return _REFUSED.search(key) is not None
 
 
 class LenientWireModel(WireModel):
@@ -117,7 +134,12 @@ def _known_keys(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(key for name in model.model_fields for key in (name, to_camel(name)))
 
 
+def _refused_keys(schema: dict[str, Any]) -> None:
+    schema["propertyNames"] = REFUSED_KEY_SCHEMA
+
+
 def _one_selector(schema: dict[str, Any]) -> None:
+    _refused_keys(schema)
     schema["not"] = {
         "required": ["target", "provider"],
         "properties": {"target": {"type": "string"}, "provider": {"type": "string"}},
@@ -157,6 +179,8 @@ class InvokeBody(LenientWireModel):
 
 
 class InvokeBatchRequest(LenientWireModel):
+    model_config = ConfigDict(**WireModel.model_config, json_schema_extra=_refused_keys)
+
     requests: list[InvokeBody]
 
 

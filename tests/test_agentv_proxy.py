@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from evalrun.launcher.environment import grader_environment
+from evalrun.targets.base import TargetError
 from grader_sdk import AsyncTargetClient
 from grader_sdk._errors import BadRequest, BudgetExceeded, UnknownTarget, error_from_response
 from tests.conftest import ROOT
@@ -232,3 +233,32 @@ def test_js_sdk_reads_both_error_shapes() -> None:
         ["BudgetExceeded", "over (HTTP 429, max_calls_exceeded)", 3],
         ["BudgetExceeded", "over (HTTP 429, max_calls_exceeded)", 3],
     ]
+
+
+@node
+def test_js_sdk_raises_the_error_a_batch_answers_in_a_requests_place() -> None:
+    """The proxy answers a failed request of a batch in its place (AgentV's way); evalrun's JS
+    SDK must raise it, never hand ``Error: ...`` to a grader as the judge's reply."""
+    bad = FakeTarget("bad", error=TargetError("provider said no"))
+    source = (
+        f"import {{ TargetClient }} from '{ROOT / 'grader_sdk' / 'js' / 'index.mjs'}';\n"
+        "const client = new TargetClient({url: process.env.URL, token: process.env.TOKEN});\n"
+        "try { await client.invokeBatch(['a', {question: 'b', target: 'bad'}]);"
+        " console.log(JSON.stringify(['no error'])); }\n"
+        "catch (e) { console.log(JSON.stringify([e.name, e.status, e.body.index])); }\n"
+    )
+
+    async def scenario() -> None:
+        async with serve(FakeTarget("judge"), bad) as proxy:
+            grant = proxy.grant("judge", max_calls=5)
+            env = {"URL": proxy.url, "TOKEN": grant.token, "PATH": "/usr/bin:/bin:/usr/local/bin"}
+            process = await asyncio.create_subprocess_exec(
+                "node", "--input-type=module", "-e", source, env=env,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await asyncio.wait_for(process.communicate(), 30)
+            assert process.returncode == 0, err.decode()
+            assert json.loads(out) == ["UpstreamError", 502, 1]
+            assert grant.used == 2 and bad.calls == 1
+
+    run(scenario)

@@ -251,6 +251,10 @@ class TargetClient:
             raise ProtocolError(
                 f"invokeBatch sent {len(wire)} requests but got {len(responses)} responses"
             )
+        for item in responses:  # a request the proxy could not answer carries its error
+            if isinstance(item, dict) and isinstance(item.get("error"), str):
+                status = item.get("status")
+                raise error_from_response(status if isinstance(status, int) else 502, item)
         return [InvokeResult.from_wire(r) for r in responses]
 
     def info(self) -> ProxyInfo:

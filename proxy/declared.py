@@ -7,6 +7,7 @@ never imports FastAPI (docs/performance.md, "Judge proxy").
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from proxy.replies import error_body
 from proxy.wire import (
     OPENAI_PREFIX,
     AgentVErrorResponse,
@@ -24,7 +26,7 @@ from proxy.wire import (
     InfoResponse,
     InvokeBatchRequest,
     InvokeBatchResponse,
-    InvokeRequest,
+    InvokeBody,
     InvokeResponse,
     ModelEntry,
     ModelList,
@@ -32,7 +34,7 @@ from proxy.wire import (
 )
 
 if TYPE_CHECKING:
-    from proxy.app import ProxyRoutes
+    from proxy.routes import ProxyRoutes
 
 _ERROR_STATUSES: tuple[tuple[int, str], ...] = (
     (400, "bad request, unknown target, or tools to a target without tools"),
@@ -63,14 +65,14 @@ _OPENAI_ERRORS: dict[int | str, Any] = {
 #: path, method, request model (None: no body), response model, summary
 _ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
     ("/info", "GET", None, InfoResponse, "The caller's grant: target, calls used, budget"),
-    ("/invoke", "POST", InvokeRequest, InvokeResponse, "One judge call (counts when reserved)"),
+    ("/invoke", "POST", InvokeBody, InvokeResponse, "One judge call (counts when reserved)"),
     (
         "/invokeBatch",
         "POST",
         InvokeBatchRequest,
         InvokeBatchResponse,
-        "Judge calls run concurrently; refused whole if over budget; a failed call fails the "
-        "batch with its index",
+        "Judge calls run concurrently; refused whole if over budget; a request that fails "
+        "answers its error in its place (rawText 'Error: ...', error, code, status, index)",
     ),
     (
         "/v1/chat/completions",
@@ -85,12 +87,8 @@ _ROUTES: list[tuple[str, str, type[BaseModel] | None, type[BaseModel], str]] = [
 ]
 
 
-def build_fastapi(
-    routes: ProxyRoutes, target_names: list[str], error_body: Callable[..., bytes]
-) -> FastAPI:
-    """A FastAPI app serving ``routes`` under the same paths, with the OpenAPI document;
-    ``error_body`` is ``proxy.app``'s, passed in so this module never imports the one that
-    imports it."""
+def build_fastapi(routes: ProxyRoutes, target_names: list[str]) -> FastAPI:
+    """A FastAPI app serving ``routes`` under the same paths, with the OpenAPI document."""
     app = FastAPI(
         title="evalrun judge proxy",
         version="1",
@@ -170,8 +168,12 @@ def _openapi(
                 "application/json": {"schema": {"$ref": f"#/components/schemas/{model.__name__}"}}
             },
         }
+    # /invoke refuses a target name that is not configured; a batch answers it in its place
+    # (docs/proxy.md), so its requests take any name
+    batch_item = copy.deepcopy(models["InvokeBody"])
+    models["InvokeBatchRequest"]["properties"]["requests"]["items"] = batch_item
     for selector in ("target", "provider"):
-        prop = models["InvokeRequest"]["properties"][selector]
+        prop = models["InvokeBody"]["properties"][selector]
         prop["anyOf"] = [{"type": "string", "enum": list(target_names)}, {"type": "null"}]
     components["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer"}}
     for operations in schema["paths"].values():

@@ -1,19 +1,32 @@
 """The proxy's OpenAI surface (docs/proxy.md, "OpenAI clients"): an OpenAI chat request as a
-provider-neutral ``CompletionRequest``, and an answer back as a chat completion, a one-shot
-event stream of chunks, or an OpenAI error object."""
+provider-neutral ``CompletionRequest``, and an answer back as a chat completion or a one-shot
+event stream of chunks (the models of ``proxy.wire``; errors: ``proxy.replies``)."""
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from typing import Any
 
 from evalrun.targets import CompletionRequest, CompletionResponse
-from proxy.wire import ChatCompletionRequest, ChatMessage
+from proxy.replies import body
+from proxy.wire import (
+    ChatChoice,
+    ChatChoiceMessage,
+    ChatCompletionChunk,
+    ChatCompletionRequest,
+    ChatCompletionResponse,
+    ChatMessage,
+    ChatUsage,
+    ChunkChoice,
+    ChunkDelta,
+    FinishReason,
+    ModelEntry,
+    ModelList,
+)
 
 #: provider finish reasons in OpenAI's words; anything else is ``stop``
-FINISH_REASONS = {
+FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
@@ -27,21 +40,6 @@ FINISH_REASONS = {
     "refusal": "content_filter",
     "SAFETY": "content_filter",
 }
-_ERROR_TYPES = {
-    401: "authentication_error",
-    403: "permission_error",
-    429: "insufficient_quota",
-    500: "server_error",
-    502: "server_error",
-    503: "server_error",
-    504: "server_error",
-}
-
-
-def error_object(status: int, code: str, message: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """``{error: {message, type, param, code, ...}}``, with the contract code as ``code``."""
-    kind = _ERROR_TYPES.get(status, "invalid_request_error")
-    return {"error": {"message": message, "type": kind, "param": None, "code": code, **extra}}
 
 
 def _content(message: ChatMessage) -> str | list[dict[str, Any]] | None:
@@ -100,7 +98,7 @@ def completion_request(chat: ChatCompletionRequest) -> tuple[CompletionRequest, 
     return request, question
 
 
-def finish_reason(response: CompletionResponse) -> str:
+def finish_reason(response: CompletionResponse) -> FinishReason:
     """The provider's finish reason as stop, length, tool_calls or content_filter (also what
     the /invoke routes send as ``finishReason``); case is ignored."""
     if response.tool_calls:
@@ -109,41 +107,37 @@ def finish_reason(response: CompletionResponse) -> str:
     return FINISH_REASONS.get(given, FINISH_REASONS.get(given.lower(), "stop"))
 
 
-def _usage(response: CompletionResponse) -> dict[str, int]:
+def _usage(response: CompletionResponse) -> ChatUsage:
     usage = response.usage
-    return {
-        "prompt_tokens": usage.input_tokens,
-        "completion_tokens": usage.output_tokens,
-        "total_tokens": usage.input_tokens + usage.output_tokens,
-    }
+    return ChatUsage(
+        prompt_tokens=usage.input_tokens,
+        completion_tokens=usage.output_tokens,
+        total_tokens=usage.input_tokens + usage.output_tokens,
+    )
 
 
-def _head(name: str, kind: str) -> dict[str, Any]:
-    return {
-        "id": f"chatcmpl-{secrets.token_hex(12)}",
-        "object": kind,
-        "created": int(time.time()),
-        "model": name,
-    }
+def _completion_id() -> str:
+    return f"chatcmpl-{secrets.token_hex(12)}"
 
 
-def completion_json(name: str, response: CompletionResponse) -> dict[str, Any]:
+def completion(name: str, response: CompletionResponse) -> ChatCompletionResponse:
     """A ``chat.completion``: content is null when the answer is only tool calls or only a
     refusal, as OpenAI's own."""
-    message: dict[str, Any] = {
-        "role": "assistant",
-        "content": response.text if response.text or not _withheld(response) else None,
-        "refusal": response.refusal,
-    }
-    if response.tool_calls:
-        message["tool_calls"] = response.tool_calls
-    choice = {
-        "index": 0,
-        "message": message,
-        "finish_reason": finish_reason(response),
-        "logprobs": response.logprobs,
-    }
-    return {**_head(name, "chat.completion"), "choices": [choice], "usage": _usage(response)}
+    message = ChatChoiceMessage(
+        content=response.text if response.text or not _withheld(response) else None,
+        refusal=response.refusal,
+        tool_calls=response.tool_calls or None,
+    )
+    choice = ChatChoice(
+        index=0, message=message, finish_reason=finish_reason(response), logprobs=response.logprobs
+    )
+    return ChatCompletionResponse(
+        id=_completion_id(),
+        created=int(time.time()),
+        model=name,
+        choices=[choice],
+        usage=_usage(response),
+    )
 
 
 def _withheld(response: CompletionResponse) -> bool:
@@ -153,29 +147,31 @@ def _withheld(response: CompletionResponse) -> bool:
 def event_stream(name: str, response: CompletionResponse, *, include_usage: bool) -> bytes:
     """The whole answer as ``chat.completion.chunk`` events (one-shot chunking: the upstream
     call is not streamed), ending with ``data: [DONE]``."""
-    head = _head(name, "chat.completion.chunk")
-    usage_field = {"usage": None} if include_usage else {}
+    chunk_id, created = _completion_id(), int(time.time())
+    omit = None if include_usage else {"usage"}
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return {**head, "choices": [choice], **usage_field}
+    def chunk(delta: ChunkDelta, finish: str | None = None) -> ChatCompletionChunk:
+        choice = ChunkChoice(delta=delta, finish_reason=finish)
+        return ChatCompletionChunk(id=chunk_id, created=created, model=name, choices=[choice])
 
-    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks = [chunk(ChunkDelta(role="assistant", content=""))]
     if response.text:
-        chunks.append(chunk({"content": response.text}))
+        chunks.append(chunk(ChunkDelta(content=response.text)))
     if response.refusal is not None:
-        chunks.append(chunk({"refusal": response.refusal}))
+        chunks.append(chunk(ChunkDelta(refusal=response.refusal)))
     if response.tool_calls:
         calls = [{"index": i, **call} for i, call in enumerate(response.tool_calls)]
-        chunks.append(chunk({"tool_calls": calls}))
-    chunks.append(chunk({}, finish_reason(response)))
+        chunks.append(chunk(ChunkDelta(tool_calls=calls)))
+    chunks.append(chunk(ChunkDelta(), finish_reason(response)))
     if include_usage:
-        chunks.append({**head, "choices": [], "usage": _usage(response)})
-    lines = [
-        f"data: {json.dumps(c, ensure_ascii=False, separators=(',', ':'))}\n\n" for c in chunks
-    ]
-    return ("".join(lines) + "data: [DONE]\n\n").encode()
+        chunks.append(
+            ChatCompletionChunk(
+                id=chunk_id, created=created, model=name, choices=[], usage=_usage(response)
+            )
+        )
+    events = [b"data: " + body(c, exclude=omit) + b"\n\n" for c in chunks]
+    return b"".join(events) + b"data: [DONE]\n\n"
 
 
-def model_object(name: str) -> dict[str, Any]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "evalrun"}
+def model_list(names: list[str]) -> ModelList:
+    return ModelList(data=[ModelEntry(id=name) for name in names])

@@ -1,21 +1,41 @@
 """The proxy's JSON wire format (docs/proxy.md): camelCase out, camelCase or snake_case in.
 
-These models are the proxy's only edge with graders. On AgentV's routes a request key the proxy
-does not know is refused (400) rather than ignored, so a misspelt target selector can never fall
-back to the default target; AgentV's bookkeeping keys (``evalCaseId``, ``attempt``) are declared,
-accepted and ignored. The OpenAI route takes OpenAI's own request fields beside the declared
+These models are the proxy's only edge with graders, and the one description of each answer's
+shape (``proxy.replies`` serialises them, ``proxy.declared`` documents them). On AgentV's routes
+a request key the proxy does not know is ignored and recorded, as AgentV's proxy ignores it,
+unless it would choose the target, its endpoint or credentials (``refused_key``): that one is
+refused with 400, so a misspelt selector never falls back to the default target unnoticed. The OpenAI route takes OpenAI's own request fields beside the declared
 ones and refuses any other key (a transport or credential field such as ``api_base``) with 400.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from evalrun.targets import OPTION_FIELDS
+
+
+class ErrorLike(Protocol):
+    """What an error answer carries (``proxy.replies.ErrorReply``)."""
+
+    status: int
+    code: str
+    message: str
+    extra: dict[str, Any]
+
 
 #: the OpenAI surface's routes start so, and answer errors in its shape (docs/proxy.md)
 OPENAI_PREFIX = "/v1/"
@@ -41,27 +61,71 @@ class WireModel(BaseModel):
     )
 
 
-class StrictWireModel(WireModel):
-    """Refuses keys that are not a field (camelCase or snake_case), naming them and the fields;
-    the schema says so too (``additionalProperties: false``)."""
+#: Request keys AgentV's routes refuse rather than ignore, in any case, words joined by ``_``,
+#: ``-`` or nothing: a key that would name where a call goes or with what credentials. Ignoring
+#: one would let a grader believe its judge call went elsewhere, or a target selector of another
+#: API take (docs/security.md, "Unknown request keys"). The names, then the endings.
+_REFUSED_NAMES = (
+    "model", "target name", "target label", "provider label", "provider name", "api base",
+    "api version", "custom llm provider", "timeout", "organization", "project", "deployment",
+    "deployment id", "authorization", "proxy", "extra query", "extra body",
+)  # fmt: skip
+_REFUSED_ENDINGS = (
+    "key", "token", "secret", "password", "credential", "credentials", "url", "header", "headers",
+    "endpoint",
+)  # fmt: skip
 
-    model_config = ConfigDict(
-        **WireModel.model_config, json_schema_extra={"additionalProperties": False}
-    )
 
-    @model_validator(mode="before")
+def _words(phrase: str) -> str:
+    return "[_-]?".join(phrase.split())
+
+
+_REFUSED_PATTERN = (
+    f"^(?:{'|'.join(_words(name) for name in _REFUSED_NAMES)})$|(?:{'|'.join(_REFUSED_ENDINGS)})$"
+)
+_REFUSED = re.compile(_REFUSED_PATTERN, re.IGNORECASE)
+#: the same pattern for the OpenAPI document, whose regexes have no case flag
+REFUSED_KEY_SCHEMA = {
+    "not": {"pattern": re.sub(r"[a-z]", lambda m: f"[{m[0]}{m[0].upper()}]", _REFUSED_PATTERN)}
+}
+
+
+def refused_key(key: str) -> bool:
+    """A key that would choose the target, its endpoint or credentials (``api_base``,
+    ``apiKey``, ``extra_headers``, ``model``, ...), which AgentV's routes refuse."""
+    return _REFUSED.search(key) is not None
+
+
+class LenientWireModel(WireModel):
+    """AgentV's request bodies: as AgentV's proxy does, a key that is not a field is ignored,
+    and named in the call's record (``ignored_keys``), unless :func:`refused_key` says it
+    would redirect the call; that one is refused (400) naming it and the known fields."""
+
+    _ignored: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
     @classmethod
-    def _known_keys_only(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        known = _known_keys(cls)
-        unknown = sorted(str(key) for key in data if key not in known)
-        if unknown:
-            allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
-            raise ValueError(
-                f"unknown field {', '.join(repr(k[:50]) for k in unknown[:5])} (known: {allowed})"
-            )
-        return data
+    def _unknown_keys(cls, data: Any, handler: Any) -> Any:
+        unknown: list[str] = []
+        if isinstance(data, dict):
+            known = _known_keys(cls)
+            unknown = sorted(str(key) for key in data if key not in known)
+            refused = [key for key in unknown if refused_key(key)]
+            if refused:
+                allowed = ", ".join(sorted(to_camel(name) for name in cls.model_fields))
+                raise ValueError(
+                    f"field {', '.join(repr(k[:50]) for k in refused[:5])} is refused: it would "
+                    f"choose the target, its endpoint or its credentials, which come from "
+                    f"targets.yaml (known: {allowed})"
+                )
+        model = handler(data)
+        model._ignored = unknown
+        return model
+
+    @property
+    def ignored_keys(self) -> list[str]:
+        """The unknown keys the request carried (ignored, as AgentV's proxy ignores them)."""
+        return self._ignored
 
 
 @functools.cache
@@ -70,17 +134,22 @@ def _known_keys(model: type[BaseModel]) -> frozenset[str]:
     return frozenset(key for name in model.model_fields for key in (name, to_camel(name)))
 
 
+def _refused_keys(schema: dict[str, Any]) -> None:
+    schema["propertyNames"] = REFUSED_KEY_SCHEMA
+
+
 def _one_selector(schema: dict[str, Any]) -> None:
-    schema["additionalProperties"] = False
+    _refused_keys(schema)
     schema["not"] = {
         "required": ["target", "provider"],
         "properties": {"target": {"type": "string"}, "provider": {"type": "string"}},
     }
 
 
-class InvokeRequest(StrictWireModel):
-    """``provider`` (AgentV's current SDK) and ``target`` (AgentV 4.x) are the same selector;
-    send one. ``evalCaseId`` and ``attempt`` are AgentV's bookkeeping, accepted and ignored."""
+class InvokeBody(LenientWireModel):
+    """The body of ``/invoke`` (and each request of a batch). ``provider`` (AgentV's current
+    SDK) and ``target`` (AgentV 4.x) are the same selector; send one. ``evalCaseId`` and
+    ``attempt`` are AgentV's bookkeeping, accepted and ignored."""
 
     model_config = ConfigDict(**WireModel.model_config, json_schema_extra=_one_selector)
 
@@ -96,16 +165,23 @@ class InvokeRequest(StrictWireModel):
     attempt: Any = Field(None, description="AgentV's bookkeeping; ignored")
 
     @model_validator(mode="after")
-    def _selector(self) -> InvokeRequest:
+    def _selector(self) -> InvokeBody:
         if self.provider is not None:
             if self.target is not None:
                 raise ValueError("send 'target' or its synonym 'provider', not both")
             self.target = self.provider
         return self
 
+    @property
+    def selector(self) -> str:
+        """The key the client named its target with, for the words of an unknown-target error."""
+        return "provider" if self.provider is not None else "target"
 
-class InvokeBatchRequest(StrictWireModel):
-    requests: list[InvokeRequest]
+
+class InvokeBatchRequest(LenientWireModel):
+    model_config = ConfigDict(**WireModel.model_config, json_schema_extra=_refused_keys)
+
+    requests: list[InvokeBody]
 
 
 class OutputMessage(WireModel):
@@ -136,8 +212,33 @@ class InvokeResponse(WireModel):
     refusal: str | None
 
 
+class InvokeItemError(WireModel):
+    """A request of a batch that was not answered: AgentV's ``{output: [], rawText: "Error:
+    <message>"}``, with the error's ``error`` (message), ``code``, ``status``, its ``index``
+    and extra fields (``allowed``) beside it, so evalrun's SDKs raise it as they would on
+    ``/invoke`` (docs/proxy.md)."""
+
+    model_config = ConfigDict(**{**WireModel.model_config, "extra": "allow"})
+
+    output: list[OutputMessage]
+    raw_text: str
+    error: str
+    code: str
+    status: int
+    index: int
+
+    @classmethod
+    def of(cls, error: ErrorLike, index: int) -> InvokeItemError:
+        fields = {"output": [], "rawText": f"Error: {error.message}", "error": error.message}
+        return cls.model_validate(
+            {**fields, "code": error.code, "status": error.status, "index": index, **error.extra}
+        )
+
+
 class InvokeBatchResponse(WireModel):
-    responses: list[InvokeResponse]
+    """The answers in request order: an answer, or that request's error in its place."""
+
+    responses: list[InvokeResponse | InvokeItemError]
 
 
 class InfoResponse(WireModel):
@@ -226,11 +327,18 @@ class ChatCompletionRequest(BaseModel):
     task: dict[str, Any] | None = None
 
 
+def _sent_when_set() -> Any:
+    """A field that is left out of the answer while it is None (as OpenAI leaves it out)."""
+    return Field(default=None, exclude_if=lambda value: value is None)
+
+
 class ChatChoiceMessage(BaseModel):
+    """``content`` is null when the answer is only tool calls or only a refusal, as OpenAI's."""
+
     role: Literal["assistant"] = "assistant"
     content: str | None
     refusal: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = _sent_when_set()
 
 
 class ChatChoice(BaseModel):
@@ -238,6 +346,22 @@ class ChatChoice(BaseModel):
     message: ChatChoiceMessage
     finish_reason: str
     logprobs: dict[str, Any] | None = None
+
+
+class ChunkDelta(BaseModel):
+    """What one ``chat.completion.chunk`` adds; fields without a value are left out."""
+
+    role: Literal["assistant"] | None = _sent_when_set()
+    content: str | None = _sent_when_set()
+    refusal: str | None = _sent_when_set()
+    tool_calls: list[dict[str, Any]] | None = _sent_when_set()
+
+
+class ChunkChoice(BaseModel):
+    index: int = 0
+    delta: ChunkDelta
+    logprobs: dict[str, Any] | None = None
+    finish_reason: str | None = None
 
 
 class ChatUsage(BaseModel):
@@ -253,6 +377,18 @@ class ChatCompletionResponse(BaseModel):
     model: str
     choices: list[ChatChoice]
     usage: ChatUsage
+
+
+class ChatCompletionChunk(BaseModel):
+    """One server-sent event of a streamed answer. ``usage`` is sent (null until the last
+    chunk) only when the request asked for it (``stream_options.include_usage``)."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: ChatUsage | None = None
 
 
 class ModelEntry(BaseModel):

@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from evalrun.launcher.deterministic import run_deterministic
-from evalrun.results.models import GraderResult
+from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Step, ToolCall, Transcript, read_transcript
 
@@ -32,7 +32,7 @@ def claude(name: str) -> Transcript:
     return read_transcript("claude-code", (DATA / name).read_text())
 
 
-def grade(grader: dict[str, Any], transcript: Transcript | None) -> GraderResult:
+def grade(grader: dict[str, Any], transcript: Transcript | None) -> GraderOutcome:
     spec = GraderSpec.model_validate(grader)
     return run_deterministic(spec, transcript.answer if transcript else "answer", transcript)
 

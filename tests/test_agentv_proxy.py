@@ -1,5 +1,6 @@
 """The proxy on AgentV's routes speaks AgentV's wire: flat error bodies, ``provider`` as a
-synonym of ``target``, unknown targets and unknown keys refused, both generations' env names."""
+synonym of ``target``, unknown targets refused in AgentV's words, unknown keys ignored and
+recorded unless they would redirect the call, both generations' env names."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from evalrun.launcher.environment import grader_environment
+from evalrun.targets.base import TargetError
 from grader_sdk import AsyncTargetClient
 from grader_sdk._errors import BadRequest, BudgetExceeded, UnknownTarget, error_from_response
 from tests.conftest import ROOT
@@ -27,7 +29,7 @@ def test_errors_on_agentv_routes_are_flat_and_v1_keeps_openai_shape() -> None:
                 unknown = await http.post("/invoke", json={"question": "q", "target": "nope"})
                 assert unknown.status_code == 400
                 assert unknown.json() == {
-                    "error": "target 'nope' is not available to this grader (allowed: judge)",
+                    "error": "Unknown target 'nope': not available to this grader (allowed: judge)",
                     "code": "unknown_target",
                     "allowed": ["judge"],
                 }
@@ -53,8 +55,8 @@ def test_errors_on_agentv_routes_are_flat_and_v1_keeps_openai_shape() -> None:
                     "code": "unauthorized",
                     "message": "missing, invalid or revoked token",
                 }
-                missing = await http.get("/nowhere")
-                assert missing.status_code == 404 and isinstance(missing.json()["error"], str)
+                missing = await http.get("/nowhere")  # no token, no answer about the route
+                assert missing.status_code == 401 and error_body(missing)["code"] == "unauthorized"
 
     run(scenario)
 
@@ -79,7 +81,10 @@ def test_provider_is_a_synonym_of_target_and_never_falls_back_to_the_default() -
                     {"question": "q", "provider": "other", "target": "other"},
                     {"question": "q", "model": "other"},
                     {"question": "q", "targetName": "other"},
-                    {"question": "q", "provder": "other"},
+                    {"question": "q", "provider_label": "other"},
+                    {"question": "q", "api_base": "http://127.0.0.1:9"},
+                    {"question": "q", "apiKey": "sk-x"},
+                    {"question": "q", "extra_headers": {"x": "y"}},
                 ]
                 for body in refused:
                     reply = await http.post("/invoke", json=body)
@@ -87,13 +92,21 @@ def test_provider_is_a_synonym_of_target_and_never_falls_back_to_the_default() -
                     assert error_body(reply)["code"] in ("unknown_target", "bad_request"), body
                 batch = {"requests": [{"question": "a"}, {"question": "b", "provider": "missing"}]}
                 reply = await http.post("/invokeBatch", json=batch)
-                assert reply.status_code == 400
-                assert error_body(reply)["allowed"] == ["judge", "other"]
+                assert reply.status_code == 200
+                answered, refused_item = reply.json()["responses"]
+                assert answered["target"] == "judge"
+                assert refused_item["allowed"] == ["judge", "other"]
+                assert refused_item["rawText"].startswith("Error: Unknown provider 'missing'")
                 extra = await http.post("/invokeBatch", json={"requests": [], "mode": "fast"})
-                assert extra.status_code == 400 and "'mode'" in error_body(extra)["message"]
+                assert extra.status_code == 200 and extra.json() == {"responses": []}
                 bookkeeping = {"question": "q", "evalCaseId": "c1", "attempt": 2}
                 assert (await http.post("/invoke", json=bookkeeping)).status_code == 200
-            assert (judge.calls, other.calls) == (1, 2)
+                # a misspelt selector is not a redirect: ignored as AgentV ignores it, recorded
+                misspelt = await http.post("/invoke", json={"question": "q", "provder": "other"})
+                assert misspelt.status_code == 200 and misspelt.json()["target"] == "judge"
+            assert (judge.calls, other.calls) == (3, 2)
+            assert grant.records[-1].warnings == ["ignored unknown request keys: 'provder'"]
+            assert all(not record.warnings for record in grant.records[:-1])
 
     run(scenario)
 
@@ -105,7 +118,7 @@ def test_unknown_field_message_names_it_and_the_known_ones() -> None:
             async with client(proxy, grant.token) as http:
                 reply = await http.post("/invoke", json={"question": "q", "model": "x"})
                 message = error_body(reply)["message"]
-                assert "unknown field 'model'" in message
+                assert "field 'model' is refused: it would choose the target" in message
                 assert "provider" in message and "target" in message and "evalCaseId" in message
                 both = {"question": "q", "provider": "judge", "target": "judge"}
                 assert "not both" in error_body(await http.post("/invoke", json=both))["message"]
@@ -186,10 +199,12 @@ def test_an_agentv_style_client_reads_evalrun_errors_as_text(generation: str) ->
             info = await agentv_client(env, generation, {}, "info")
             assert info["body"]["availableProviderLabels"] == ["judge", "other"]
             unknown = await agentv_client(env, generation, {"question": "q", "name": "x"}, "invoke")
+            selector = "target" if generation == "4x" else "provider"
             assert unknown == {
                 "ok": False,
                 "status": 400,
-                "message": "target 'x' is not available to this grader (allowed: judge, other)",
+                "message": f"Unknown {selector} 'x': not available to this grader "
+                "(allowed: judge, other)",
             }
             batch = {"requests": [{"question": "a"}, {"question": "b"}]}
             over = await agentv_client(env, generation, batch, "invokeBatch")
@@ -218,3 +233,32 @@ def test_js_sdk_reads_both_error_shapes() -> None:
         ["BudgetExceeded", "over (HTTP 429, max_calls_exceeded)", 3],
         ["BudgetExceeded", "over (HTTP 429, max_calls_exceeded)", 3],
     ]
+
+
+@node
+def test_js_sdk_raises_the_error_a_batch_answers_in_a_requests_place() -> None:
+    """The proxy answers a failed request of a batch in its place (AgentV's way); evalrun's JS
+    SDK must raise it, never hand ``Error: ...`` to a grader as the judge's reply."""
+    bad = FakeTarget("bad", error=TargetError("provider said no"))
+    source = (
+        f"import {{ TargetClient }} from '{ROOT / 'grader_sdk' / 'js' / 'index.mjs'}';\n"
+        "const client = new TargetClient({url: process.env.URL, token: process.env.TOKEN});\n"
+        "try { await client.invokeBatch(['a', {question: 'b', target: 'bad'}]);"
+        " console.log(JSON.stringify(['no error'])); }\n"
+        "catch (e) { console.log(JSON.stringify([e.name, e.status, e.body.index])); }\n"
+    )
+
+    async def scenario() -> None:
+        async with serve(FakeTarget("judge"), bad) as proxy:
+            grant = proxy.grant("judge", max_calls=5)
+            env = {"URL": proxy.url, "TOKEN": grant.token, "PATH": "/usr/bin:/bin:/usr/local/bin"}
+            process = await asyncio.create_subprocess_exec(
+                "node", "--input-type=module", "-e", source, env=env,
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            )  # fmt: skip
+            out, err = await asyncio.wait_for(process.communicate(), 30)
+            assert process.returncode == 0, err.decode()
+            assert json.loads(out) == ["UpstreamError", 502, 1]
+            assert grant.used == 2 and bad.calls == 1
+
+    run(scenario)

@@ -18,7 +18,7 @@ import httpx
 from tests.fault_helpers import one_result_per_case, run_suite, write_suite
 from tests.hardening_helpers import RecordingOpenAI, openai_target, proxy_process, wait_until
 
-#: proxy/app.py BATCH_PARALLEL: batch calls that may be running upstream at one moment
+#: proxy/routes.py BATCH_PARALLEL: batch calls that may be running upstream at one moment
 PARALLEL = 16
 
 

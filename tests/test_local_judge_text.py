@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from evalrun.targets.base import CompletionRequest, TargetError, UnsupportedRequest
+from evalrun.targets.base import CompletionRequest, TargetError, UnsupportedByTarget
 from evalrun.targets.config import ConfigError, TargetConfig
 from evalrun.targets.local import model as local_model
 from evalrun.targets.local import target as local_module
@@ -198,7 +198,7 @@ def _target() -> LocalTarget:
 
 
 def test_free_text_prompt_is_unsupported() -> None:
-    with pytest.raises(UnsupportedRequest, match="only answers typed tasks") as info:
+    with pytest.raises(UnsupportedByTarget, match="only answers typed tasks") as info:
         asyncio.run(_target().complete(CompletionRequest.from_prompt("Is this relevant?")))
     assert info.value.status == 422
 
@@ -215,7 +215,7 @@ def test_free_text_prompt_is_unsupported() -> None:
     ],
 )
 def test_malformed_or_unknown_tasks_are_unsupported(task: dict, message: str) -> None:
-    with pytest.raises(UnsupportedRequest, match=message):
+    with pytest.raises(UnsupportedByTarget, match=message):
         asyncio.run(_target().complete(CompletionRequest.from_prompt("x", task=task)))
 
 

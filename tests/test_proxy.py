@@ -6,12 +6,14 @@ import asyncio
 import json
 
 import httpx
+import pytest
 from proxy_helpers import FakeTarget, client, error_body, run, serve
 
 from evalrun.results.models import ProxyUsage
-from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedRequest
+from evalrun.targets.base import TargetError, TargetTimeout, UnsupportedByTarget
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers.mock import MockTarget
+from grader_sdk import AsyncTargetClient, UpstreamError
 
 
 def test_info_and_invoke_follow_the_wire_contract() -> None:
@@ -176,21 +178,35 @@ def test_batch_is_refused_whole_when_over_budget_and_runs_concurrently() -> None
     run(scenario)
 
 
-def test_batch_with_a_failing_call_reports_its_index() -> None:
+def test_batch_with_a_failing_call_answers_its_error_in_its_place() -> None:
+    """As AgentV's proxy: 200, the other calls answered, the failed one's error in its place."""
     good, bad = FakeTarget("good"), FakeTarget("bad", error=TargetError("provider said no"))
 
     async def scenario() -> None:
         async with serve(good, bad) as proxy:
             grant = proxy.grant("good", max_calls=5)
             async with client(proxy, grant.token) as http:
-                batch = {"requests": [{"question": "a"}, {"question": "b", "target": "bad"}]}
+                batch = {
+                    "requests": [
+                        {"question": "a"},
+                        {"question": "b", "target": "bad"},
+                        {"question": "c"},
+                    ]
+                }
                 reply = await http.post("/invokeBatch", json=batch)
-            assert reply.status_code == 502
-            error = error_body(reply)
-            assert error["code"] == "upstream_error" and error["index"] == 1
-            assert "provider said no" in error["message"]
-            assert grant.used == 2
-            assert [r.status for r in grant.records] in (["ok", "error"], ["error", "ok"])
+            assert reply.status_code == 200
+            first, failed, last = reply.json()["responses"]
+            assert first["rawText"] == last["rawText"] == "fake answer"
+            assert failed["output"] == [] and failed["rawText"].startswith("Error: ")
+            assert (failed["code"], failed["status"], failed["index"]) == ("upstream_error", 502, 1)
+            assert "provider said no" in failed["error"] and "provider said no" in failed["rawText"]
+            assert grant.used == 3 and (good.calls, bad.calls) == (2, 1)
+            assert sorted(r.status for r in grant.records) == ["error", "ok", "ok"]
+            sdk = AsyncTargetClient(proxy.url, grant.token)
+            with pytest.raises(UpstreamError) as caught:
+                await sdk.invoke_batch(["d", {"question": "e", "target": "bad"}])
+            assert caught.value.status == 502 and caught.value.body["index"] == 1
+            assert grant.used == 5
 
     run(scenario)
 
@@ -210,11 +226,15 @@ def test_unknown_target_is_400_listing_the_allowed_ones() -> None:
                     assert error["allowed"] == ["a", "b"]
                     assert name in error["message"]
                 batch = {"requests": [{"question": "q"}, {"question": "q", "target": "c"}]}
-                assert (await http.post("/invokeBatch", json=batch)).status_code == 400
+                answered = await http.post("/invokeBatch", json=batch)
+                assert answered.status_code == 200
+                refused = answered.json()["responses"][1]
+                assert (refused["code"], refused["status"]) == ("unknown_target", 400)
+                assert refused["allowed"] == ["a", "b"] and "'c'" in refused["error"]
                 assert (await http.post("/invoke", json={"question": "q", "target": "b"})).json()[
                     "target"
                 ] == "b"
-            assert grant.used == 1 and (a.calls, b.calls, c.calls) == (0, 1, 0)
+            assert grant.used == 2 and (a.calls, b.calls, c.calls) == (1, 1, 0)
 
     run(scenario)
 
@@ -286,7 +306,7 @@ def test_upstream_errors_map_to_status_codes_and_count() -> None:
     targets = [
         FakeTarget("fails", error=TargetError("rate limited by provider", status=429)),
         FakeTarget("slow", error=TargetTimeout("no answer in 60 s")),
-        FakeTarget("local", error=UnsupportedRequest("free text is not a typed task")),
+        FakeTarget("local", error=UnsupportedByTarget("free text is not a typed task")),
         FakeTarget("crashes", error=RuntimeError("boom")),
     ]
     expected = {
@@ -373,10 +393,12 @@ def test_openapi_schema_is_served_and_docs_are_not() -> None:
             for path in ("/invoke", "/invokeBatch", "/v1/chat/completions"):
                 assert "requestBody" in schema["paths"][path]["post"]
             assert {"/info", "/v1/models"} <= set(schema["paths"])
-            assert "InvokeRequest" in schema["components"]["schemas"]
-            assert "systemPrompt" in schema["components"]["schemas"]["InvokeRequest"]["properties"]
+            assert "InvokeBody" in schema["components"]["schemas"]
+            assert "systemPrompt" in schema["components"]["schemas"]["InvokeBody"]["properties"]
+            token = {"Authorization": f"Bearer {proxy.grant('judge', max_calls=1).token}"}
             for page in ("/docs", "/redoc"):
-                assert (await http.get(page)).status_code == 404
+                assert (await http.get(page)).status_code == 401  # no token: not even a 404
+                assert (await http.get(page, headers=token)).status_code == 404
 
     run(scenario)
 

@@ -18,8 +18,8 @@ from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS
 from evalrun.errors import ConfigError
 from evalrun.targets import (
+    TargetNotConfigured,
     TargetPool,
-    UnknownTarget,
     load_targets,
     locate_targets_file,
 )
@@ -84,7 +84,7 @@ def proxy_command(
         for name in names:
             file.get(name)
         pool.check(names)
-    except UnknownTarget as exc:
+    except TargetNotConfigured as exc:
         raise fail(f"{exc}; {lookup.describe() if lookup else ''}") from None
     except (ConfigError, SourceError) as exc:
         raise fail(exc) from None

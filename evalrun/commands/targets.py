@@ -17,10 +17,10 @@ from evalrun.targets import (
     CompletionResponse,
     TargetConfig,
     TargetError,
+    TargetNotConfigured,
     TargetPool,
     TargetsFile,
     TargetsLookup,
-    UnknownTarget,
     kind_of,
     load_targets,
     locate_targets_file,
@@ -88,7 +88,7 @@ def check_target(
         pool = TargetPool(TargetsFile(targets=[config]))
         pool.check([name])
         target = pool.get(name)
-    except UnknownTarget as exc:
+    except TargetNotConfigured as exc:
         raise fail(f"{exc}; {lookup.describe() if lookup else ''}") from None
     except (ConfigError, SourceError) as exc:
         raise fail(exc) from None

@@ -21,9 +21,9 @@ from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
     ConfigError,
+    TargetNotConfigured,
     TargetsFile,
     TargetsLookup,
-    UnknownTarget,
     missing_extra,
 )
 
@@ -157,7 +157,7 @@ def _check_targets(
         checked.add(use.name)
         try:
             problem = _target_problem(use.name, targets, replay, env)
-        except UnknownTarget as exc:
+        except TargetNotConfigured as exc:
             problem, unknown = str(exc), True
         if problem:
             problems.append(f"{use.where}: {problem}")

@@ -184,7 +184,7 @@ class TargetTimeout(TargetError):
         super().__init__(message, **kwargs)
 
 
-class UnsupportedRequest(TargetError):
+class UnsupportedByTarget(TargetError):
     """The target cannot answer this kind of request (e.g. free text to the local judge)."""
 
     def __init__(self, message: str, **kwargs: Any) -> None:

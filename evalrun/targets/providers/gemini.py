@@ -13,7 +13,7 @@ from evalrun.targets.base import (
     CompletionResponse,
     TargetError,
     TokenUsage,
-    UnsupportedRequest,
+    UnsupportedByTarget,
     is_tool_result,
 )
 from evalrun.targets.config import TargetConfig
@@ -76,7 +76,7 @@ def _parts_of(request: CompletionRequest) -> Any:
         if is_tool_result(message):
             name = names.get(message.get("tool_call_id")) or str(message.get("name") or "")
             if not name:
-                raise UnsupportedRequest("a tool message answers no known tool call")
+                raise UnsupportedByTarget("a tool message answers no known tool call")
             response = {"name": name, "response": _function_response(text)}
             return "user", [{"functionResponse": response}]
         if role != "assistant":

@@ -23,7 +23,7 @@ from evalrun.targets.base import (
     CompletionResponse,
     TargetError,
     TargetTimeout,
-    UnsupportedRequest,
+    UnsupportedByTarget,
 )
 from evalrun.targets.config import TargetConfig
 from evalrun.targets.providers._httpx import httpx
@@ -261,13 +261,13 @@ class HttpTarget:
 
     def translate(self, build: Callable[[], T]) -> T:
         """Run a request translation (the body): a shape the provider cannot take stays an
-        ``UnsupportedRequest`` (the proxy's 422), now naming this target; any other
+        ``UnsupportedByTarget`` (the proxy's 422), now naming this target; any other
         ``TargetError`` becomes this target's."""
         try:
             return build()
-        except UnsupportedRequest as exc:
+        except UnsupportedByTarget as exc:
             message = self.redact(f"{self.kind} target '{self.name}': {exc.message}")
-            raise UnsupportedRequest(message, target=self.name) from None
+            raise UnsupportedByTarget(message, target=self.name) from None
         except TargetError as exc:
             raise self.error(exc.message, status=exc.status) from None
 

@@ -3,7 +3,7 @@ that translate them into their own formats (docs/targets.md, "Tools").
 
 A request carries OpenAI-shaped ``tools``/``tool_choice`` and messages; a response carries
 OpenAI-shaped ``tool_calls``. These helpers are the only code that reads those shapes apart.
-A shape that cannot be translated is an ``UnsupportedRequest`` (the proxy's 422), not an
+A shape that cannot be translated is an ``UnsupportedByTarget`` (the proxy's 422), not an
 upstream failure.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from evalrun.targets.base import CompletionRequest, UnsupportedRequest
+from evalrun.targets.base import CompletionRequest, UnsupportedByTarget
 from evalrun.targets.providers.http import text_of
 
 Block = dict[str, Any]
@@ -36,12 +36,12 @@ def function_tools(request: CompletionRequest) -> list[FunctionTool]:
         kind = tool.get("type", "function") if isinstance(tool, dict) else None
         function = tool.get("function") if isinstance(tool, dict) else None
         if kind != "function" or not isinstance(function, dict):
-            raise UnsupportedRequest(
+            raise UnsupportedByTarget(
                 f"only function tools can be translated, not {str(kind)[:40]!r}"
             )
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise UnsupportedRequest("a function tool needs a 'name'")
+            raise UnsupportedByTarget("a function tool needs a 'name'")
         parameters = function.get("parameters")
         tools.append(
             FunctionTool(
@@ -63,12 +63,14 @@ def tool_choice_of(request: CompletionRequest) -> tuple[str | None, str | None]:
         return None, None
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise UnsupportedRequest(f"unknown tool_choice {choice[:40]!r}")
+            raise UnsupportedByTarget(f"unknown tool_choice {choice[:40]!r}")
         return choice, None
     function = choice.get("function") if isinstance(choice, dict) else None
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(name, str) or not name:
-        raise UnsupportedRequest("tool_choice must be a mode or {type: function, function: {name}}")
+        raise UnsupportedByTarget(
+            "tool_choice must be a mode or {type: function, function: {name}}"
+        )
     return "required", name
 
 
@@ -78,9 +80,9 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
     try:
         value = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError:
-        raise UnsupportedRequest("a tool call's arguments are not valid JSON") from None
+        raise UnsupportedByTarget("a tool call's arguments are not valid JSON") from None
     if not isinstance(value, dict):
-        raise UnsupportedRequest("a tool call's arguments must be a JSON object")
+        raise UnsupportedByTarget("a tool call's arguments must be a JSON object")
     return value
 
 

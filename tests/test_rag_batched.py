@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 import random
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +17,14 @@ import pytest
 from graders._rag import average_precision
 from graders._rag_batched import ATTRIBUTION_KEY, RELEVANCE_KEY, read_numbered
 from tests.judge_helpers import run_with_proxy
-from tests.sdk_helpers import FakeProxy, eval_cases, payload_for, run_python_grader
+from tests.sdk_helpers import (
+    ROOT,
+    FakeProxy,
+    eval_cases,
+    payload_for,
+    run_node,
+    run_python_grader,
+)
 
 PRECISION = "graders.contextual_precision"
 RECALL = "graders.contextual_recall"
@@ -275,3 +286,42 @@ def test_batched_prompt_numbers_every_passage_once() -> None:
         grade(PRECISION, context_payload(["REL a", "b", "c"], "batched"), proxy)
     [question] = seen
     assert re.findall(r"^\[(\d+)\] ", question, re.MULTILINE) == ["1", "2", "3"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_the_js_grader_refuses_batched_mode_instead_of_ignoring_it() -> None:
+    script = ROOT / "graders" / "js" / "contextual-precision.mjs"
+    with FakeProxy(marked_judge) as proxy:
+        done = run_node(script, context_payload(["REL a", "b"], "batched"), proxy.env())
+        assert proxy.call_count == 0
+        per_item = run_node(script, context_payload(["REL a", "b"], "per-item"), proxy.env())
+    assert done.returncode == 1 and "judges per item only" in done.stderr
+    assert per_item.returncode == 0 and json.loads(per_item.stdout)["score"] == 1.0
+
+
+@pytest.mark.slow
+def test_local_judge_modes_agree_on_the_labelled_groups(tmp_path: Path) -> None:
+    """The real local judge, both modes, through evalrun and the real proxy (the bench)."""
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "rag_judge_modes.py"), "--limit", "4"]
+        + ["--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    for metric, batched, per_item in (
+        ("precision", "contextual_precision_batched", "contextual_precision_per_item"),
+        ("recall", "contextual_recall_batched", "contextual_recall_per_item"),
+    ):
+        part = figures[metric]
+        assert part["same_status_cases"] == part["cases"] == 4
+        assert part["items_compared"] > 0 and part["item_agreement"] == 1.0
+        modes = part["modes"]
+        assert modes[batched]["calls_per_case"] < modes[per_item]["calls_per_case"]
+        assert (
+            modes[batched]["prompt_words_per_case"] < modes[per_item]["prompt_words_per_case"] / 2
+        )

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader_sdk import Verdict, judge_replies
+from grader_sdk._judge import FIRST_MAX_TOKENS
 from grader_sdk.replies import Reading, as_bool, parse_json_reply, scaled_number
 
 MODES = ("per-item", "batched")
@@ -102,6 +103,7 @@ def _request(
         "systemPrompt": system,
         "task": task,
         "temperature": 0.0,
+        "maxTokens": FIRST_MAX_TOKENS,
         "responseFormat": response_format,
     }
     if target is not None:

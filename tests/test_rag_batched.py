@@ -204,6 +204,18 @@ def test_a_retry_that_reads_right_scores() -> None:
     assert code == 0 and result["score"] == pytest.approx(0.5)
 
 
+def test_a_cut_off_batched_reply_is_asked_again_with_more_room() -> None:
+    def judge(request: dict[str, Any]) -> Any:
+        if request["maxTokens"] > 2048:
+            return marked_judge(request)
+        return '{"verdicts": [{"number": 1, "relevant": true}', "length"
+
+    with FakeProxy(judge) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["REL a", "b"], "batched"), proxy)
+        assert [r["maxTokens"] for r in proxy.requests] == [2048, 8192]
+    assert code == 0 and result["score"] == 1.0
+
+
 def test_batched_budget_counts_calls_per_list_not_per_node() -> None:
     payload = context_payload([["REL a", "b", "c"], ["d", "REL e"]], "batched", per_tool_call=True)
     with FakeProxy(marked_judge, max_calls=2) as proxy:
@@ -276,15 +288,19 @@ def test_recall_modes_agree() -> None:
 
 
 def test_batched_prompt_numbers_every_passage_once() -> None:
-    seen: list[str] = []
+    seen: list[dict[str, Any]] = []
 
     def judge(request: dict[str, Any]) -> str:
-        seen.append(request["question"])
+        seen.append(request)
         return marked_judge(request)
 
     with FakeProxy(judge) as proxy:
         grade(PRECISION, context_payload(["REL a", "b", "c"], "batched"), proxy)
-    [question] = seen
+    [request] = seen
+    assert request["maxTokens"] == 2048 and request["temperature"] == 0.0
+    schema = request["responseFormat"]["json_schema"]
+    assert schema["name"] == "relevance_verdicts" and schema["strict"] is True
+    question = request["question"]
     assert re.findall(r"^\[(\d+)\] ", question, re.MULTILINE) == ["1", "2", "3"]
 
 

@@ -65,8 +65,8 @@ def precision_eval(groups: list[dict[str, Any]]) -> dict[str, Any]:
                 "labels": {"relevant": flags},
             }
         )
-    return {"description": "RAG judge modes: precision", "graders": _graders(
-        "contextual-precision", 20), "tests": tests}  # fmt: skip
+    graders = _graders("contextual-precision", 20)
+    return {"description": "RAG judge modes: precision", "graders": graders, "tests": tests}
 
 
 def recall_eval(groups: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,8 +82,8 @@ def recall_eval(groups: list[dict[str, Any]]) -> dict[str, Any]:
                 "expected_output": _retrieved(list(group["context"])),
             }
         )
-    return {"description": "RAG judge modes: recall", "graders": _graders(
-        "contextual-recall", 20), "tests": tests}  # fmt: skip
+    graders = _graders("contextual-recall", 20)
+    return {"description": "RAG judge modes: recall", "graders": graders, "tests": tests}
 
 
 def run(eval_data: dict[str, Any], target: str, folder: Path) -> Path:
@@ -121,7 +121,6 @@ def measure(bundle: Path, labelled: bool) -> dict[str, Any]:
         words[call["grader"]] += len(prompt.split())
         tokens[call["grader"]] += math.ceil(len(prompt) / 4)
     graded: dict[str, dict[str, list[bool]]] = defaultdict(dict)
-    labels: dict[str, list[bool]] = {}
     status: dict[str, dict[str, str]] = defaultdict(dict)
     for line in (bundle / "results.jsonl").read_text().splitlines():
         case = json.loads(line)

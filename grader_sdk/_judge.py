@@ -179,19 +179,35 @@ def _node_number(value: Any, size: int) -> int | None:
 # --- requests --------------------------------------------------------------------------------
 
 
-def relevance_prompt(query: str, passage: str, expected: str | None = None) -> str:
-    parts = [f"<question>\n{query}\n</question>"]
+def relevance_system(query: str, expected: str | None = None) -> str:
+    """The system message of every relevance call of one list: the instructions, the question
+    and the expected answer, the same for every passage, so a provider's prompt cache can reuse
+    it (docs/judge-graders.md, "Shared prefix first")."""
+    parts = [RELEVANCE_SYSTEM, f"<question>\n{query}\n</question>"]
     if expected:
         parts.append(f"<expected_answer>\n{expected}\n</expected_answer>")
-    parts.append(f"<passage>\n{passage}\n</passage>")
-    parts.append("Is this passage relevant to the question? Reply with the JSON object only.")
     return "\n\n".join(parts)
 
 
-def attribution_prompt(statement: str, context: Sequence[str]) -> str:
-    numbered = "\n".join(f"[{i}] {passage}" for i, passage in enumerate(context, 1))
+def relevance_prompt(passage: str) -> str:
+    """The user message of one relevance call: only the passage varies, and it comes last."""
     return (
-        f"<passages>\n{numbered}\n</passages>\n\n<statement>\n{statement}\n</statement>\n\n"
+        f"<passage>\n{passage}\n</passage>\n\n"
+        "Is this passage relevant to the question? Reply with the JSON object only."
+    )
+
+
+def attribution_system(context: Sequence[str]) -> str:
+    """The system message of every attribution call of one case: the instructions and the
+    numbered passages, the same for every statement."""
+    numbered = "\n".join(f"[{i}] {passage}" for i, passage in enumerate(context, 1))
+    return f"{ATTRIBUTION_SYSTEM}\n\n<passages>\n{numbered}\n</passages>"
+
+
+def attribution_prompt(statement: str) -> str:
+    """The user message of one attribution call: only the statement varies."""
+    return (
+        f"<statement>\n{statement}\n</statement>\n\n"
         "Can the statement be attributed to the passages? Reply with the JSON object only."
     )
 
@@ -210,10 +226,11 @@ def relevance_requests(
     **options: Any,
 ) -> list[dict[str, Any]]:
     siblings = list(passages)
+    system = relevance_system(query, expected)
     return [
         _request(
-            relevance_prompt(query, passage, expected),
-            RELEVANCE_SYSTEM,
+            relevance_prompt(passage),
+            system,
             {"kind": "relevance", "query": query, "passage": passage, "siblings": siblings},
             RELEVANCE_FORMAT,
             options,
@@ -226,10 +243,11 @@ def attribution_requests(
     statements: Sequence[str], context: Sequence[str], **options: Any
 ) -> list[dict[str, Any]]:
     ctx = list(context)
+    system = attribution_system(ctx)
     return [
         _request(
-            attribution_prompt(statement, ctx),
-            ATTRIBUTION_SYSTEM,
+            attribution_prompt(statement),
+            system,
             {"kind": "attribution", "statement": statement, "context": ctx},
             ATTRIBUTION_FORMAT,
             options,

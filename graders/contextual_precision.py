@@ -1,7 +1,9 @@
 """Contextual precision: does the retriever rank the relevant nodes first?
 
-One relevance verdict per retrieved node (one judge batch per ranked list), then average
-precision over the ranks (see graders/_rag.py). Run as ``python -m graders.contextual_precision``.
+One relevance verdict per retrieved node, then average precision over the ranks (see
+graders/_rag.py). ``mode: per-item`` asks one judge call per node (one batch per ranked list);
+``mode: batched`` asks one call per ranked list with every node numbered (graders/_rag_batched.py).
+Run as ``python -m graders.contextual_precision``.
 
 config:
   retrieval_context: [str] | [[str]]   the nodes, instead of the expected tool calls' results
@@ -10,6 +12,7 @@ config:
   include_expected: bool                show the judge the expected answer (default true)
   tools: [str]                          only these tools' calls count as retrieval
   judge_target: str                     send the judge calls to this target instead of the default
+  mode: per-item | batched              one judge call per node (default), or one per ranked list
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from graders._rag import (
     retrieval_groups,
     snippet,
 )
+from graders._rag_batched import RELEVANCE_KEY, judge_batched, judge_mode, relevance_batch_request
 
 
 def score_groups(groups: list[RetrievalGroup], per_tool_call: bool, how: str) -> GraderResult:
@@ -123,6 +127,64 @@ def _reason(groups: list[dict[str, Any]], per_tool_call: bool, how: str, score: 
     return f"{'; '.join(parts)}. {how.capitalize()} over tool calls: {format_score(score)}."
 
 
+def _judge_nodes(
+    inp: GraderInput,
+    groups: list[RetrievalGroup],
+    question: str,
+    expected: str | None,
+    target: str | None,
+) -> None:
+    """Per-item mode: one judge call per node, one batch per ranked list."""
+    total = sum(len(g.nodes) for g in groups)
+    work = f"judging {total} retrieved nodes"
+    check_payload_budget(inp, total, work)
+    client = TargetClient.from_env()
+    left = total
+    for group in groups:
+        try:
+            group.verdicts = judge_relevance(
+                client, question, group.nodes, expected=expected, target=target
+            )
+        except BudgetExceeded as exc:
+            work = work if left == total else f"judging the {left} retrieved nodes left"
+            budget_refused(exc, left, len(group.nodes), work)
+        except ProtocolError as exc:
+            raise Abstain(f"the judge did not answer once per node: {exc}") from None
+        check_verdicts(group.verdicts, len(group.nodes), "node", f" of {group.label}")
+        left -= len(group.nodes)
+
+
+def _judge_lists(
+    inp: GraderInput,
+    groups: list[RetrievalGroup],
+    question: str,
+    expected: str | None,
+    target: str | None,
+) -> None:
+    """Batched mode: one judge call per ranked list, every node numbered in it."""
+    work = f"judging {len(groups)} ranked list{'s' if len(groups) > 1 else ''} in batched mode"
+    check_payload_budget(inp, len(groups), work)
+    client = TargetClient.from_env()
+    left = len(groups)
+    for group in groups:
+        request = relevance_batch_request(question, group.nodes, expected, target)
+        try:
+            reading = judge_batched(client, request, len(group.nodes), RELEVANCE_KEY)
+        except BudgetExceeded as exc:
+            budget_refused(exc, left, 1, work)
+        except ProtocolError as exc:
+            raise Abstain(f"the judge did not answer the batched request: {exc}") from None
+        if not reading.ok:
+            raise Abstain(
+                f"the judge's batched verdicts for {group.label} could not be read "
+                f"({reading.explain()})",
+                {"raw": [reading.raw]},
+            )
+        group.verdicts = list(reading.value)
+        check_verdicts(group.verdicts, len(group.nodes), "node", f" of {group.label}")
+        left -= 1
+
+
 @script_grader
 def grade(inp: GraderInput) -> GraderResult:
     config = inp.config
@@ -130,6 +192,7 @@ def grade(inp: GraderInput) -> GraderResult:
     how = str(config.get("aggregate", "weighted"))
     if how not in AGGREGATES:
         raise ValueError(f"config.aggregate must be one of {AGGREGATES}, not {how!r}")
+    mode = judge_mode(config)
     if not has_retrieval(inp):
         raise Abstain(NO_RETRIEVAL)
     groups = [g for g in retrieval_groups(inp, per_tool_call) if g.nodes]
@@ -148,22 +211,10 @@ def grade(inp: GraderInput) -> GraderResult:
     if not question:
         raise Abstain("no question to judge relevance against (the input has no user message)")
 
-    work = f"judging {total} retrieved nodes"
-    check_payload_budget(inp, total, work)
-    client = TargetClient.from_env()
     expected = inp.expected_text() if config.get("include_expected", True) else None
-    options: dict[str, Any] = {"target": config.get("judge_target")}
-    left = total
-    for group in groups:
-        try:
-            group.verdicts = judge_relevance(
-                client, question, group.nodes, expected=expected, **options
-            )
-        except BudgetExceeded as exc:
-            work = work if left == total else f"judging the {left} retrieved nodes left"
-            budget_refused(exc, left, len(group.nodes), work)
-        except ProtocolError as exc:
-            raise Abstain(f"the judge did not answer once per node: {exc}") from None
-        check_verdicts(group.verdicts, len(group.nodes), "node", f" of {group.label}")
-        left -= len(group.nodes)
+    target = config.get("judge_target")
+    if mode == "batched":
+        _judge_lists(inp, groups, question, expected, target)
+    else:
+        _judge_nodes(inp, groups, question, expected, target)
     return score_groups(groups, per_tool_call, how)

@@ -1,13 +1,16 @@
 """Contextual recall: does the retrieved context hold everything the expected answer states?
 
 One judge call splits the expected answer (``criteria``, else the reference answer) into
-statements; one batch then asks, per statement, whether the retrieval context supports it.
-score = attributable / total. Run as ``python -m graders.contextual_recall``.
+statements; then ``mode: per-item`` asks one call per statement (one batch) whether the
+retrieval context supports it, and ``mode: batched`` one call with every statement numbered
+(graders/_rag_batched.py). score = attributable / total. Run as
+``python -m graders.contextual_recall``.
 
 config:
   retrieval_context: [str]     the nodes, instead of the expected tool calls' results
   tools: [str]                 only these tools' calls count as retrieval
   judge_target: str            send the judge calls to this target instead of the default
+  mode: per-item | batched     one attribution call per statement (default), or one for all
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ from graders._rag import (
     has_retrieval,
     recall,
     snippet,
+)
+from graders._rag_batched import (
+    ATTRIBUTION_KEY,
+    attribution_batch_request,
+    judge_batched,
+    judge_mode,
 )
 
 
@@ -77,8 +86,41 @@ def score_statements(
     return result
 
 
+def _judge_each(
+    client: TargetClient, statements: list[str], context: list[str], options: dict[str, Any]
+) -> list[Verdict]:
+    """Per-item mode: one attribution call per statement, in one batch."""
+    try:
+        return judge_attribution(client, statements, context, **options)
+    except BudgetExceeded as exc:  # refused whole, before any call of it
+        work = f"judging {len(statements)} statements (after 1 extraction call)"
+        budget_refused(exc, len(statements), len(statements), work)
+    except ProtocolError as exc:
+        raise Abstain(f"the judge did not answer once per statement: {exc}") from None
+
+
+def _judge_all(
+    client: TargetClient, statements: list[str], context: list[str], target: str | None
+) -> list[Verdict]:
+    """Batched mode: one attribution call with every statement numbered."""
+    request = attribution_batch_request(statements, context, target)
+    try:
+        reading = judge_batched(client, request, len(statements), ATTRIBUTION_KEY, len(context))
+    except BudgetExceeded as exc:
+        budget_refused(exc, 1, 1, f"judging {len(statements)} statements in one batched call")
+    except ProtocolError as exc:
+        raise Abstain(f"the judge did not answer the batched request: {exc}") from None
+    if not reading.ok:
+        raise Abstain(
+            f"the judge's batched verdicts could not be read ({reading.explain()})",
+            {"raw": [reading.raw]},
+        )
+    return list(reading.value)
+
+
 @script_grader
 def grade(inp: GraderInput) -> GraderResult:
+    mode = judge_mode(inp.config)
     expected = inp.expected_text()
     if not expected:
         raise Abstain(
@@ -109,12 +151,9 @@ def grade(inp: GraderInput) -> GraderResult:
         raise Abstain(f"the judge did not answer the statements request: {exc}") from None
     if not statements:
         raise Abstain("the judge found no factual statements in the expected answer")
-    try:
-        verdicts = judge_attribution(client, statements, context, **options)
-    except BudgetExceeded as exc:  # refused whole, before any call of it
-        work = f"judging {len(statements)} statements (after 1 extraction call)"
-        budget_refused(exc, len(statements), len(statements), work)
-    except ProtocolError as exc:
-        raise Abstain(f"the judge did not answer once per statement: {exc}") from None
+    if mode == "batched":
+        verdicts = _judge_all(client, statements, context, inp.config.get("judge_target"))
+    else:
+        verdicts = _judge_each(client, statements, context, options)
     check_verdicts(verdicts, len(statements), "statement")
     return score_statements(statements, verdicts, context)

@@ -6,6 +6,7 @@ import pytest
 
 from grader_sdk import parse_json_reply
 from grader_sdk._judge import (
+    attribution_requests,
     chunk_requests,
     read_attribution,
     read_relevance,
@@ -139,10 +140,23 @@ def test_relevance_requests_carry_prompt_and_typed_task() -> None:
         "passage": "p1",
         "siblings": ["p1", "p2"],
     }
-    assert "<passage>\np1\n</passage>" in first["question"]
-    assert "<expected_answer>\nA.\n</expected_answer>" in first["question"]
-    assert "p2" not in first["question"]
-    assert first["systemPrompt"] and first["temperature"] == 0.0 and first["target"] == "judge"
+    # the shared part (instructions, question, expected answer) is one system message, the
+    # same for every passage; only the passage varies, in the user message
+    assert first["question"].startswith("<passage>\np1\n</passage>")
+    assert "p2" not in first["question"] and "Q?" not in first["question"]
+    assert first["systemPrompt"].endswith(
+        "<question>\nQ?\n</question>\n\n<expected_answer>\nA.\n</expected_answer>"
+    )
+    assert {r["systemPrompt"] for r in requests} == {first["systemPrompt"]}
+    assert first["temperature"] == 0.0 and first["target"] == "judge"
+
+
+def test_attribution_requests_share_the_passages_in_the_system_message() -> None:
+    requests = attribution_requests(["S1.", "S2."], ["c1", "c2"])
+    assert {r["systemPrompt"] for r in requests} == {requests[0]["systemPrompt"]}
+    assert requests[0]["systemPrompt"].endswith("<passages>\n[1] c1\n[2] c2\n</passages>")
+    assert [r["question"].split("\n")[1] for r in requests] == ["S1.", "S2."]
+    assert "c1" not in requests[0]["question"]
 
 
 def test_chunking_keeps_order_and_splits_only_large_batches() -> None:

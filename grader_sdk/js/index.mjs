@@ -732,18 +732,32 @@ export const RETRY_REMINDER =
   '\n\nNote: your previous reply to this request could not be read. Reply again with only ' +
   'the JSON object described, with no other text.';
 
-export function relevancePrompt(query, passage, expected = null) {
-  const parts = [`<question>\n${query}\n</question>`];
+/** The system message of every relevance call of one list: instructions, question and expected
+ * answer, the same for every passage (a cacheable prefix; docs/judge-graders.md). */
+export function relevanceSystem(query, expected = null) {
+  const parts = [RELEVANCE_SYSTEM, `<question>\n${query}\n</question>`];
   if (expected) parts.push(`<expected_answer>\n${expected}\n</expected_answer>`);
-  parts.push(`<passage>\n${passage}\n</passage>`);
-  parts.push('Is this passage relevant to the question? Reply with the JSON object only.');
   return parts.join('\n\n');
 }
 
-export function attributionPrompt(statement, context) {
-  const numbered = context.map((p, i) => `[${i + 1}] ${p}`).join('\n');
+/** The user message of one relevance call: only the passage varies, and it comes last. */
+export function relevancePrompt(passage) {
   return (
-    `<passages>\n${numbered}\n</passages>\n\n<statement>\n${statement}\n</statement>\n\n` +
+    `<passage>\n${passage}\n</passage>\n\n` +
+    'Is this passage relevant to the question? Reply with the JSON object only.'
+  );
+}
+
+/** The system message of every attribution call of one case: instructions and numbered passages. */
+export function attributionSystem(context) {
+  const numbered = context.map((p, i) => `[${i + 1}] ${p}`).join('\n');
+  return `${ATTRIBUTION_SYSTEM}\n\n<passages>\n${numbered}\n</passages>`;
+}
+
+/** The user message of one attribution call: only the statement varies. */
+export function attributionPrompt(statement) {
+  return (
+    `<statement>\n${statement}\n</statement>\n\n` +
     'Can the statement be attributed to the passages? Reply with the JSON object only.'
   );
 }
@@ -797,10 +811,11 @@ function buildRequest(question, system, task, responseFormat, options) {
 
 export function relevanceRequests(query, passages, expected = null, options = {}) {
   const siblings = [...passages];
+  const system = relevanceSystem(query, expected);
   return passages.map((passage) =>
     buildRequest(
-      relevancePrompt(query, passage, expected),
-      RELEVANCE_SYSTEM,
+      relevancePrompt(passage),
+      system,
       { kind: 'relevance', query, passage, siblings },
       RELEVANCE_FORMAT,
       options,
@@ -810,10 +825,11 @@ export function relevanceRequests(query, passages, expected = null, options = {}
 
 export function attributionRequests(statements, context, options = {}) {
   const ctx = [...context];
+  const system = attributionSystem(ctx);
   return statements.map((statement) =>
     buildRequest(
-      attributionPrompt(statement, ctx),
-      ATTRIBUTION_SYSTEM,
+      attributionPrompt(statement),
+      system,
       { kind: 'attribution', statement, context: ctx },
       ATTRIBUTION_FORMAT,
       options,

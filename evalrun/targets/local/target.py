@@ -12,7 +12,7 @@ import asyncio
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from evalrun.errors import ConfigError
@@ -33,7 +33,14 @@ from evalrun.targets.local.model import (
 )
 from evalrun.targets.local.text import split_statements
 
-TASK_KINDS = ("relevance", "attribution", "statements", "similarity")
+TASK_KINDS = (
+    "relevance",
+    "attribution",
+    "statements",
+    "similarity",
+    "relevance-batch",
+    "attribution-batch",
+)
 
 
 class LocalTarget:
@@ -93,6 +100,8 @@ class LocalTarget:
             "attribution": self._attribution,
             "statements": self._statements,
             "similarity": self._similarity,
+            "relevance-batch": self._relevance_batch,
+            "attribution-batch": self._attribution_batch,
         }
 
     def _encoder(self) -> Embedder:
@@ -161,6 +170,23 @@ class LocalTarget:
             "confidence": verdict.confidence,
         }
 
+    def _relevance_batch(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Every passage of a ranked list, numbered: each judged exactly as a one-passage
+        ``relevance`` task with the list as its siblings (graders/_rag_batched.py)."""
+        query = _text(task, "query", "relevance-batch")
+        passages = _texts(task.get("passages"), "passages", "relevance-batch") or []
+        return _numbered(
+            self._relevance({"query": query, "passage": p, "siblings": passages}) for p in passages
+        )
+
+    def _attribution_batch(self, task: dict[str, Any]) -> dict[str, Any]:
+        """Every statement, numbered: each judged exactly as one ``attribution`` task."""
+        statements = _texts(task.get("statements"), "statements", "attribution-batch") or []
+        context = _texts(task.get("context"), "context", "attribution-batch") or []
+        return _numbered(
+            self._attribution({"statement": s, "context": context}) for s in statements
+        )
+
     def _statements(self, task: dict[str, Any]) -> dict[str, Any]:
         return {"statements": split_statements(_text(task, "text", "statements", empty=True))}
 
@@ -180,6 +206,11 @@ class LocalTarget:
             "choice": str(choice),
             "reason": f"cosine {cosine:.3f}, {overlap:.0%} shared content words",
         }
+
+
+def _numbered(verdicts: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """The batched reply shape: one verdict per item, numbered from 1."""
+    return {"verdicts": [{"number": i, **v} for i, v in enumerate(verdicts, 1)]}
 
 
 def _abstain(field: str, verdict: judge.Verdict, detail: str) -> dict[str, Any]:

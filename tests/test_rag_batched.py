@@ -1,0 +1,343 @@
+"""Batched judge mode of the RAG graders (graders/_rag_batched.py): the reply reader, the graders
+as real processes against a loopback proxy, and agreement with per-item mode."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graders._rag import average_precision
+from graders._rag_batched import ATTRIBUTION_KEY, RELEVANCE_KEY, read_numbered
+from tests.judge_helpers import run_with_proxy
+from tests.sdk_helpers import (
+    ROOT,
+    FakeProxy,
+    eval_cases,
+    payload_for,
+    run_node,
+    run_python_grader,
+)
+
+PRECISION = "graders.contextual_precision"
+RECALL = "graders.contextual_recall"
+
+
+def batch_reply(flags: list[bool], key: str = RELEVANCE_KEY, **extra: Any) -> str:
+    return json.dumps(
+        {
+            "verdicts": [
+                {"number": i, key: flag, "reason": "marker", "confidence": 1, **extra}
+                for i, flag in enumerate(flags, 1)
+            ]
+        }
+    )
+
+
+def marked_judge(request: dict[str, Any]) -> str:
+    """Relevant exactly when a passage starts with 'REL', attributable when a statement says
+    'YES': the same rule whether asked per item or batched."""
+    task = request["task"]
+    kind = task["kind"]
+    if kind == "relevance":
+        return json.dumps({"relevant": task["passage"].startswith("REL"), "reason": "marker"})
+    if kind == "relevance-batch":
+        return batch_reply([p.startswith("REL") for p in task["passages"]])
+    if kind == "statements":
+        return json.dumps({"statements": [s.strip() for s in task["text"].split(";")]})
+    if kind == "attribution":
+        return json.dumps({"attributable": "YES" in task["statement"], "node": 1})
+    assert kind == "attribution-batch"
+    return batch_reply(["YES" in s for s in task["statements"]], ATTRIBUTION_KEY, node=1)
+
+
+def context_payload(nodes: list[str], mode: str, **config: Any) -> dict[str, Any]:
+    case = {"id": "ctx", "input": "Question?", "criteria": "Answer.", "output": "Answer."}
+    return payload_for(case, config={"retrieval_context": nodes, "mode": mode, **config})
+
+
+def grade(
+    module: str, payload: dict[str, Any], proxy: FakeProxy
+) -> tuple[int, dict[str, Any], str]:
+    payload = {**payload, "grader": {**payload["grader"], "max_calls": proxy.max_calls}}
+    proc = run_python_grader(module, payload, proxy.env())
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+# --- the reader -----------------------------------------------------------------------------
+
+
+def test_reader_takes_one_verdict_per_number_in_number_order() -> None:
+    raw = json.dumps(
+        {
+            "verdicts": [
+                {"number": 2, "relevant": False, "reason": "no", "confidence": 0.9},
+                {"number": 1, "relevant": "yes", "reason": "yes", "confidence": 0.8},
+            ]
+        }
+    )
+    reading = read_numbered(raw, 2, RELEVANCE_KEY)
+    assert reading.ok, reading.problem
+    assert [(v.ok, v.reason, v.confidence) for v in reading.value] == [
+        (True, "yes", 0.8),
+        (False, "no", 0.9),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (batch_reply([True, False]), "no verdict for number(s) 3"),
+        (
+            json.dumps({"verdicts": [{"number": n, "relevant": True} for n in (1, 2, 2, 3)]}),
+            "number 2 is given twice",
+        ),
+        (batch_reply([True, True, True, False]), "number 4 is not one of 1..3"),
+        (
+            json.dumps({"verdicts": [{"number": 0, "relevant": True}]}),
+            "number 0 is not one of 1..3",
+        ),
+        (
+            json.dumps({"verdicts": [{"number": n, "relevant": "partly"} for n in (1, 2, 3)]}),
+            "number 1: its 'relevant' is 'partly', not true or false",
+        ),
+        (json.dumps({"verdicts": [{"relevant": True}] * 3}), "entry 1 has no integer 'number'"),
+        (json.dumps([{"number": 1, "relevant": True}]), "no 'verdicts' list"),
+        ("Passage 1 is relevant, the others are not.", "no 'verdicts' list"),
+    ],
+)
+def test_reader_refuses_what_is_not_one_verdict_per_number(raw: str, problem: str) -> None:
+    reading = read_numbered(raw, 3, RELEVANCE_KEY)
+    assert not reading.ok and problem in reading.problem
+
+
+def test_an_entry_that_cannot_tell_stays_undecided_not_false() -> None:
+    raw = json.dumps(
+        {
+            "verdicts": [
+                {"number": 1, "attributable": True, "node": 2, "reason": "ok"},
+                {"number": 2, "attributable": None, "abstain": True, "reason": "unsure"},
+            ]
+        }
+    )
+    reading = read_numbered(raw, 2, ATTRIBUTION_KEY, context_size=2)
+    assert reading.ok
+    first, second = reading.value
+    assert (first.ok, first.node) == (True, 2)
+    assert (second.ok, second.reason) == (None, "unsure")
+
+
+# --- the graders through the real proxy (scripted mock judge) -------------------------------
+
+
+def test_precision_batched_over_the_real_proxy_is_one_call_per_list() -> None:
+    mixed = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    rule = {"task": "relevance-batch", "response": batch_reply([True, False, True])}
+    run = run_with_proxy(PRECISION, payload_for(mixed, config={"mode": "batched"}), [rule])
+    assert run.exit_code == 0, run.stderr
+    assert run.result["score"] == pytest.approx(5 / 6)
+    assert run.calls == 1
+    [call] = run.records
+    assert call.task["kind"] == "relevance-batch" and len(call.task["passages"]) == 3
+    assert "[3] Paris is often referred to" in (call.question or "")
+
+
+def test_recall_batched_over_the_real_proxy_is_two_calls() -> None:
+    partial = next(c for c in eval_cases("contextual-recall") if c["id"] == "partial-recall")
+    statements = ["The wall is long.", "It took centuries.", "Dynasties built it."]
+    rules = [
+        {"task": "statements", "response": json.dumps({"statements": statements})},
+        {
+            "task": "attribution-batch",
+            "response": batch_reply([True, False, False], ATTRIBUTION_KEY, node=1),
+        },
+    ]
+    run = run_with_proxy(RECALL, payload_for(partial, config={"mode": "batched"}), rules)
+    assert run.exit_code == 0, run.stderr
+    assert run.result["score"] == pytest.approx(1 / 3)
+    assert run.calls == 2
+    rows = run.result["details"]["statements"]
+    assert [(r["attributable"], r["node"]) for r in rows] == [(True, 1), (False, None)] + [
+        (False, None)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (batch_reply([True, False]), "no verdict for number(s) 3"),
+        (
+            json.dumps({"verdicts": [{"number": n, "relevant": True} for n in (1, 1, 2, 3)]}),
+            "number 1 is given twice",
+        ),
+        (batch_reply([True, False, True, True]), "number 4 is not one of 1..3"),
+        ("All three look relevant to me.", "no 'verdicts' list"),
+    ],
+)
+def test_a_bad_batched_reply_is_asked_again_once_then_abstains(reply: str, said: str) -> None:
+    mixed = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
+    rule = {"task": "relevance-batch", "response": reply}
+    run = run_with_proxy(PRECISION, payload_for(mixed, config={"mode": "batched"}), [rule])
+    assert run.exit_code == 3, run.stdout
+    assert said in run.result["reason"] and "could not be read" in run.result["reason"]
+    assert "score" not in run.result or run.result["score"] is None
+    assert run.calls == 2  # the first call and one retry with the reminder
+    assert "previous reply to this request could not be read" in (run.records[1].question or "")
+
+
+def test_a_retry_that_reads_right_scores() -> None:
+    def judge(request: dict[str, Any]) -> str:
+        if "Note: your previous reply" in request["question"]:
+            return marked_judge(request)
+        return batch_reply([True])  # one verdict for two passages
+
+    with FakeProxy(judge) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["x", "REL y"], "batched"), proxy)
+        assert proxy.call_count == 2
+    assert code == 0 and result["score"] == pytest.approx(0.5)
+
+
+def test_a_cut_off_batched_reply_is_asked_again_with_more_room() -> None:
+    def judge(request: dict[str, Any]) -> Any:
+        if request["maxTokens"] > 2048:
+            return marked_judge(request)
+        return '{"verdicts": [{"number": 1, "relevant": true}', "length"
+
+    with FakeProxy(judge) as proxy:
+        code, result, _ = grade(PRECISION, context_payload(["REL a", "b"], "batched"), proxy)
+        assert [r["maxTokens"] for r in proxy.requests] == [2048, 8192]
+    assert code == 0 and result["score"] == 1.0
+
+
+def test_batched_budget_counts_calls_per_list_not_per_node() -> None:
+    payload = context_payload([["REL a", "b", "c"], ["d", "REL e"]], "batched", per_tool_call=True)
+    with FakeProxy(marked_judge, max_calls=2) as proxy:
+        code, result, _ = grade(PRECISION, payload, proxy)
+        assert proxy.call_count == 2
+    assert code == 0, result
+    with FakeProxy(marked_judge, max_calls=1) as proxy:
+        code, result, _ = grade(PRECISION, payload, proxy)
+        assert proxy.call_count == 0
+    assert code == 3 and "max_calls is 1" in result["reason"]
+
+
+def test_an_unknown_mode_is_an_error_not_a_score() -> None:
+    with FakeProxy(marked_judge) as proxy:
+        code, result, err = grade(PRECISION, context_payload(["a"], "fast"), proxy)
+        assert proxy.call_count == 0
+    assert code not in (0, 3) and "config.mode must be one of per-item, batched" in err + str(
+        result
+    )
+
+
+# --- agreement with per-item mode, and what it costs -----------------------------------------
+
+
+def prompt_words(requests: list[dict[str, Any]]) -> int:
+    """Prompt size as the mock target counts it (words of system prompt and question)."""
+    return sum(len(f"{r['systemPrompt']}\n\n{r['question']}".split()) for r in requests)
+
+
+def modes_agree(nodes: list[str]) -> None:
+    flags = [n.startswith("REL") for n in nodes]
+    scores, words = {}, {}
+    for mode in ("per-item", "batched"):
+        with FakeProxy(marked_judge) as proxy:
+            code, result, err = grade(PRECISION, context_payload(nodes, mode), proxy)
+            words[mode] = prompt_words(proxy.requests)
+        assert code == 0, err
+        assert result["details"]["verdicts"]["relevant"] == flags
+        scores[mode] = result["score"]
+    assert scores["per-item"] == pytest.approx(scores["batched"])
+    assert scores["batched"] == pytest.approx(average_precision(flags))
+    assert words["batched"] < words["per-item"] / 2
+
+
+def test_both_modes_agree_and_batched_sends_fewer_prompt_words() -> None:
+    modes_agree(["n first", "REL second", "n third", "REL fourth", "n fifth"])
+
+
+@pytest.mark.slow
+def test_both_modes_agree_on_random_rankings() -> None:
+    rng = random.Random(36)
+    for _ in range(4):
+        modes_agree([f"{'REL' if rng.random() < 0.4 else 'n'} passage {i}" for i in range(6)])
+
+
+def test_recall_modes_agree() -> None:
+    payload_base = context_payload(["ctx one", "ctx two"], "per-item")
+    payload_base["criteria"] = "A YES; B; C YES; D"
+    results = {}
+    for mode in ("per-item", "batched"):
+        payload = {**payload_base, "config": {**payload_base["config"], "mode": mode}}
+        with FakeProxy(marked_judge) as proxy:
+            code, result, err = grade(RECALL, payload, proxy)
+            calls = proxy.call_count
+        assert code == 0, err
+        results[mode] = (result["score"], result["details"]["verdicts"], calls)
+    assert results["per-item"][:2] == results["batched"][:2]
+    assert results["per-item"][0] == pytest.approx(0.5)
+    assert (results["per-item"][2], results["batched"][2]) == (5, 2)
+
+
+def test_batched_prompt_numbers_every_passage_once() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def judge(request: dict[str, Any]) -> str:
+        seen.append(request)
+        return marked_judge(request)
+
+    with FakeProxy(judge) as proxy:
+        grade(PRECISION, context_payload(["REL a", "b", "c"], "batched"), proxy)
+    [request] = seen
+    assert request["maxTokens"] == 2048 and request["temperature"] == 0.0
+    schema = request["responseFormat"]["json_schema"]
+    assert schema["name"] == "relevance_verdicts" and schema["strict"] is True
+    question = request["question"]
+    assert re.findall(r"^\[(\d+)\] ", question, re.MULTILINE) == ["1", "2", "3"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+def test_the_js_grader_refuses_batched_mode_instead_of_ignoring_it() -> None:
+    script = ROOT / "graders" / "js" / "contextual-precision.mjs"
+    with FakeProxy(marked_judge) as proxy:
+        done = run_node(script, context_payload(["REL a", "b"], "batched"), proxy.env())
+        assert proxy.call_count == 0
+        per_item = run_node(script, context_payload(["REL a", "b"], "per-item"), proxy.env())
+    assert done.returncode == 1 and "judges per item only" in done.stderr
+    assert per_item.returncode == 0 and json.loads(per_item.stdout)["score"] == 1.0
+
+
+@pytest.mark.slow
+def test_local_judge_modes_agree_on_the_labelled_groups(tmp_path: Path) -> None:
+    """The real local judge, both modes, through evalrun and the real proxy (the bench)."""
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "rag_judge_modes.py"), "--limit", "4"]
+        + ["--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    for metric, batched, per_item in (
+        ("precision", "contextual_precision_batched", "contextual_precision_per_item"),
+        ("recall", "contextual_recall_batched", "contextual_recall_per_item"),
+    ):
+        part = figures[metric]
+        assert part["same_status_cases"] == part["cases"] == 4
+        assert part["items_compared"] > 0 and part["item_agreement"] == 1.0
+        modes = part["modes"]
+        assert modes[batched]["calls_per_case"] < modes[per_item]["calls_per_case"]
+        assert (
+            modes[batched]["prompt_words_per_case"] < modes[per_item]["prompt_words_per_case"] / 2
+        )

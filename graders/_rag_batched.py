@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from grader_sdk import Verdict, judge_replies
-from grader_sdk._judge import FIRST_MAX_TOKENS
+from grader_sdk._judge import FIRST_MAX_TOKENS, _schema
 from grader_sdk.replies import Reading, as_bool, parse_json_reply, scaled_number
 
 MODES = ("per-item", "batched")
@@ -61,7 +61,8 @@ def _numbered(tag: str, items: Sequence[str]) -> str:
 
 
 def _format(name: str, key: str, extra: dict[str, Any]) -> dict[str, Any]:
-    """The strict JSON Schema of a batched reply (docs/judge-graders.md, "Asking for structure")."""
+    """The strict JSON Schema of a batched reply: a list of numbered verdicts
+    (docs/judge-graders.md, "Asking for structure")."""
     item = {"number": {"type": "integer"}, key: {"type": "boolean"}, **extra}
     item |= {"reason": {"type": "string"}, "confidence": {"type": "number"}}
     verdict = {
@@ -70,19 +71,7 @@ def _format(name: str, key: str, extra: dict[str, Any]) -> dict[str, Any]:
         "required": list(item),
         "additionalProperties": False,
     }
-    return {
-        "type": "json_schema",
-        "json_schema": {
-            "name": name,
-            "strict": True,
-            "schema": {
-                "type": "object",
-                "properties": {"verdicts": {"type": "array", "items": verdict}},
-                "required": ["verdicts"],
-                "additionalProperties": False,
-            },
-        },
-    }
+    return _schema(name, {"verdicts": {"type": "array", "items": verdict}})
 
 
 RELEVANCE_BATCH_FORMAT = _format("relevance_verdicts", RELEVANCE_KEY, {})

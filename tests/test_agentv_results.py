@@ -142,8 +142,15 @@ def test_report_reads_an_agentv_run(tmp_path: Path) -> None:
         0.4,
         "codex",
     )
-    assert case.usage == {"target": {"input": 10, "output": 5, "cost_usd": 0.012}}
-    assert case.timings == {"total_ms": 1234}
+    assert case.usage.to_dict()["target"] == {
+        "input": 10,
+        "output": 5,
+        "total": 15,
+        "cached": False,
+        "replayed": False,
+        "cost_usd": 0.012,
+    }
+    assert case.timings.to_dict() == {"total_ms": 1234}
 
 
 def neither(tmp_path: Path, layout: str) -> Path:

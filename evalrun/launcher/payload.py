@@ -65,11 +65,7 @@ def build_payload(
     trace fields (docs/grader-protocol.md, docs/agents.md)."""
     inputs = case.input_messages
     expected = case.expected_messages
-    messages = [message_dict(m) for m in inputs]
-    if transcript is not None:
-        messages += transcript.messages()
-    elif output is not None:
-        messages.append({"role": "assistant", "content": output})
+    messages = _conversation(inputs, output, transcript)
     access = grader.access
     return {
         "protocol": PROTOCOL,
@@ -104,11 +100,7 @@ def build_agentv_payload(
     generations"): AgentV's Python helper refuses ``reference_answer``, and AgentV sends null
     for an empty ``config`` and for absent ``metadata``."""
     inputs = case.input_messages
-    messages = [message_dict(m) for m in inputs]
-    if transcript is not None:
-        messages += transcript.messages()
-    elif output is not None:
-        messages.append({"role": "assistant", "content": output})
+    messages = _conversation(inputs, output, transcript)
     return {
         "criteria": case.criteria or "",
         "expected_output": [message_dict(m) for m in case.expected_messages],
@@ -142,3 +134,15 @@ def payload_for(
     if wire == "agentv":
         return build_agentv_payload(case, grader, output, transcript)
     return build_payload(case, grader, output, attempt, transcript)
+
+
+def _conversation(
+    inputs: list[Message], output: str | None, transcript: Transcript | None
+) -> list[dict[str, Any]]:
+    """The input messages, then what the target did: the agent's steps, or its one answer."""
+    messages = [message_dict(m) for m in inputs]
+    if transcript is not None:
+        messages += transcript.messages()
+    elif output is not None:
+        messages.append({"role": "assistant", "content": output})
+    return messages

@@ -113,6 +113,8 @@ def _usage(row: dict[str, Any]) -> CaseUsage:
     """AgentV's ``token_usage`` and ``cost_usd`` as evalrun's target usage."""
     tokens = _field(row, "token_usage", "tokenUsage")
     target = {k: tokens[k] for k in ("input", "output") if isinstance(tokens, dict) and k in tokens}
+    if target:
+        target["total"] = sum(v for v in target.values() if isinstance(v, int))
     cost = _number(_field(row, "cost_usd", "costUsd"))
     if cost is not None:
         target["cost_usd"] = cost

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import compileall
 import json
 import subprocess
 import sys
@@ -8,6 +9,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the packages of this checkout that the suite's ``evalrun`` and grader processes import
+PACKAGES = ("evalrun", "proxy", "grader_sdk", "graders", "rubrics")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compile the checkout's packages once, before any test starts a process. Where
+    ``PYTHONDONTWRITEBYTECODE`` is set (many CI images: docs/performance.md, "Bytecode") no
+    process writes bytecode, so each of the suite's hundreds of ``evalrun`` processes would
+    compile what it imports from source again (docs/architecture.md, "Tests"). Files already
+    up to date are only checked; under xdist only the controller compiles."""
+    if hasattr(config, "workerinput"):
+        return
+    for package in PACKAGES:
+        compileall.compile_dir(ROOT / package, quiet=2)
 
 
 def run_cli(

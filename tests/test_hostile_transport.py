@@ -61,16 +61,21 @@ def test_no_request_can_carry_a_transport_field_to_a_target(name: str) -> None:
     assert refused.value.status == 400
 
 
-def test_providers_read_only_allowed_options_and_keep_their_own_endpoint() -> None:
-    """Anthropic and Gemini map a few OpenAI fields; litellm gets OpenAI's fields besides its
-    own arguments, and the target's endpoint, key and model win over anything a request holds."""
-    from evalrun.targets import build_provider
+def test_gemini_reads_only_allowed_options() -> None:
+    """Gemini maps a few OpenAI fields onto its own, every one of them an option."""
     from evalrun.targets.providers.gemini import _OPTIONS as GEMINI_OPTIONS
-    from tests.targets_helpers import config
 
     assert set(GEMINI_OPTIONS) | {"stop"} <= OPTION_FIELDS
-    if importlib.util.find_spec("litellm") is None:
-        pytest.skip("the litellm extra is not installed")
+
+
+@needs_litellm
+@pytest.mark.slow  # importing litellm: 10-20 s on a shared 2-core machine
+def test_litellm_reads_only_allowed_options_and_keeps_its_own_endpoint() -> None:
+    """litellm gets OpenAI's fields besides its own arguments, and the target's endpoint, key
+    and model win over anything a request holds."""
+    from evalrun.targets import build_provider
+    from tests.targets_helpers import config
+
     request = CompletionRequest.from_prompt("hi", options=dict.fromkeys(OPTION_FIELDS, "x"))
     own = {"model", "messages", "timeout", "num_retries", "max_retries", "api_base", "api_key"}
     for base_url in ("http://127.0.0.1:9/v1", None):

@@ -121,17 +121,22 @@ def test_bad_tokens_get_401_and_reach_no_target() -> None:
     run(scenario)
 
 
-def test_max_calls_is_exact_when_200_requests_race() -> None:
+@pytest.mark.parametrize("racing", [50, pytest.param(200, marks=pytest.mark.slow)])
+def test_max_calls_is_exact_when_requests_race(racing: int) -> None:
     fake = FakeTarget("judge", delay=0.05)
 
     async def scenario() -> list[httpx.Response]:
         async with serve(fake) as proxy:
             grant = proxy.grant("judge", max_calls=10)
-            limits = httpx.Limits(max_connections=200)
-            async with client(proxy, grant.token, limits=limits) as http:
+            limits = httpx.Limits(max_connections=racing)
+            # one event loop serves every connection and makes them: on a loaded machine an
+            # answer can wait longer than the helper's 10 s, and a client timeout is not what
+            # this test is about. A hang still fails it.
+            patient = httpx.Timeout(300)
+            async with client(proxy, grant.token, limits=limits, timeout=patient) as http:
                 return list(
                     await asyncio.gather(
-                        *(http.post("/invoke", json={"question": f"q{i}"}) for i in range(200))
+                        *(http.post("/invoke", json={"question": f"q{i}"}) for i in range(racing))
                     )
                 )
 
@@ -139,7 +144,7 @@ def test_max_calls_is_exact_when_200_requests_race() -> None:
     assert fake.calls == 10
     assert fake.peak_in_flight > 1
     statuses = [r.status_code for r in replies]
-    assert statuses.count(200) == 10 and statuses.count(429) == 190
+    assert statuses.count(200) == 10 and statuses.count(429) == racing - 10
     for reply in replies:
         if reply.status_code == 429:
             error = error_body(reply)

@@ -36,15 +36,22 @@ def eval_text(*cases: tuple[str, str]) -> str:
 
 
 def pytest_run(
-    *args: str, cwd: Path, autoload: bool = False, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path,
+    autoload: bool = False,
+    plugin: str = "evalrun.pytest_plugin",
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """pytest in a subprocess; without ``autoload`` only our plugin (and xdist) load, so the
-    run does not pay for every plugin installed beside evalrun."""
+    """pytest in a subprocess; without ``autoload`` only ``plugin`` (and xdist) load, so the
+    run does not pay for every plugin installed beside evalrun. ``plugin="evalrun"`` loads our
+    plugin by its installed ``pytest11`` entry point's name, as ``-p`` looks entry points up
+    first (a plain ``import evalrun`` would register no hooks and ``--evalrun`` would be an
+    unknown option)."""
     full_env = {**os.environ, **(env or {})}
     plugins: list[str] = []
     if not autoload:
         full_env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-        plugins = ["-p", "evalrun.pytest_plugin"]
+        plugins = ["-p", plugin]
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *plugins, *args],
         cwd=cwd,
@@ -55,14 +62,24 @@ def pytest_run(
     )
 
 
-def test_the_installed_plugin_does_nothing_unless_asked(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "autoload",
+    [
+        False,  # the entry point by name, beside no other plugin: the default run's check
+        # every installed plugin autoloaded, as a user's pytest does: 5-20 s a run with the
+        # [test-all] plugins (schemathesis, hypothesis, ...) on a shared 2-core machine
+        pytest.param(True, marks=pytest.mark.slow),
+    ],
+    ids=["entry-point", "autoload"],
+)
+def test_the_installed_plugin_does_nothing_unless_asked(tmp_path: Path, autoload: bool) -> None:
     (tmp_path / "a.eval.yaml").write_text(eval_text(("x", "Paris")))
-    plain = pytest_run("--co", "-q", cwd=tmp_path, autoload=True)
+    plain = pytest_run("--co", "-q", cwd=tmp_path, autoload=autoload, plugin="evalrun")
     assert plain.returncode == 5, plain.stdout + plain.stderr  # no tests collected
-    asked = pytest_run("--co", "-q", "--evalrun", cwd=tmp_path, autoload=True)
+    asked = pytest_run("--co", "-q", "--evalrun", cwd=tmp_path, autoload=autoload, plugin="evalrun")
     assert asked.returncode == 0, asked.stdout + asked.stderr
     assert "a.eval.yaml::x" in asked.stdout
-    own = pytest_run("--co", "-q", "tests/data", cwd=ROOT, autoload=True)
+    own = pytest_run("--co", "-q", "tests/data", cwd=ROOT, autoload=autoload, plugin="evalrun")
     assert own.returncode == 5 and ".eval.yaml::" not in own.stdout, own.stdout
 
 

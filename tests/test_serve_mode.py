@@ -408,9 +408,22 @@ def _stray_run(tmp_path: Path, grader: str, workers: int, sandbox: str) -> dict[
     return {r["id"]: r["graders"][0] for r in results}
 
 
-@pytest.mark.parametrize("sandbox", ["auto", "strict"])
-@pytest.mark.parametrize("workers", [1, 3])
-@pytest.mark.parametrize("grader", list(STRAY_GRADERS))
+#: the default run's combinations: every grader, both worker counts and both sandboxes; the other
+#: nine run under ``slow`` (docs/architecture.md, "Tests")
+STRAY_DEFAULT = {("python-sdk", 1, "auto"), ("js-sdk", 3, "strict"), ("second-answer", 3, "auto")}
+
+
+@pytest.mark.parametrize(
+    ("grader", "workers", "sandbox"),
+    [
+        pytest.param(
+            g, w, s, id=f"{g}-{w}-{s}", marks=() if (g, w, s) in STRAY_DEFAULT else pytest.mark.slow
+        )
+        for g in STRAY_GRADERS
+        for w in (1, 3)
+        for s in ("auto", "strict")
+    ],
+)
 def test_a_stray_stdout_line_errors_one_case_and_shifts_no_answer(
     tmp_path: Path, grader: str, workers: int, sandbox: str
 ) -> None:

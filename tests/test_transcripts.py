@@ -193,7 +193,11 @@ def _run(
     return proc.returncode, [json.loads(line) for line in lines], proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("fmt", list(RECORDED))
+@pytest.mark.parametrize(
+    # each format is read in-process above; one real run in the default run, the rest slow
+    "fmt",
+    [pytest.param(fmt, marks=() if fmt == "jsonl" else pytest.mark.slow) for fmt in RECORDED],
+)
 def test_real_run_carries_the_transcript(tmp_path: Path, fmt: str) -> None:
     code, results, log = _run(tmp_path, fmt, DATA / RECORDED[fmt])
     assert code == 0, log

@@ -14,7 +14,7 @@ test:
 # every test: the default run, then the marked ones (needs `make install-all`)
 test-all:
 	$(PYTHON) -m pytest
-	$(PYTHON) -m pytest -m 'slow or bench or ray or browser'
+	$(PYTHON) -m pytest -n 0 -m 'slow or bench or ray or browser'
 
 lint:
 	$(PYTHON) -m ruff check .

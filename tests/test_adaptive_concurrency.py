@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from evalrun.targets import CompletionRequest, ManagedTarget
 from evalrun.targets.config import CONCURRENCY_CEILING, DEFAULT_CONCURRENCY
 from evalrun.targets.limit import ConcurrencyLimit
@@ -61,6 +63,7 @@ async def burst(managed: ManagedTarget, calls: int) -> list[str]:
     return [r.text for r in responses]
 
 
+@pytest.mark.slow
 def test_an_unconfigured_target_grows_to_the_allowance_without_a_429_storm() -> None:
     judge = RateLimitedJudge(allowance=24, latency_s=0.1)
 
@@ -169,6 +172,7 @@ def test_random_429s_independent_of_load_do_not_cut_the_limit() -> None:
     )
 
 
+@pytest.mark.slow
 def test_429s_that_rise_above_an_allowance_settle_the_limit_near_it() -> None:
     allowance = 16
     judge = NoisyJudge(allowance=allowance, slope=0.25)

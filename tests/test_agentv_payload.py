@@ -203,6 +203,7 @@ def test_the_agentv_evidence_field_is_kept(tmp_path: Path) -> None:
 WIDE = {**os.environ, "COLUMNS": "250"}
 
 
+@pytest.mark.slow
 def test_grader_check_reports_the_error_text() -> None:
     result = run_cli(
         "grader",
@@ -219,6 +220,7 @@ def test_grader_check_reports_the_error_text() -> None:
     assert "4 of 4 payloads broke the protocol" in result.stdout
 
 
+@pytest.mark.slow
 def test_grader_check_passes_the_fixture_grader_on_evalrun_payloads() -> None:
     for style in ("4x", "current"):
         result = run_cli(

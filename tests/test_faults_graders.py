@@ -12,6 +12,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import read_bundle, run_cli
 from tests.fault_helpers import (
     cli_env,
@@ -148,6 +150,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_misbehaving_graders_each_leave_one_result_and_nothing_running(tmp_path: Path) -> None:
     (tmp_path / "pids").mkdir()
     (tmp_path / "grader.py").write_text(textwrap.dedent(GRADER))

@@ -10,6 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import read_bundle
 from tests.fault_helpers import (
     FakeOpenAI,
@@ -51,6 +53,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_judge_faults_are_retried_then_leave_the_case_unscored(tmp_path: Path) -> None:
     (tmp_path / "pids").mkdir()
     (tmp_path / "grader.py").write_text(textwrap.dedent(GRADER))

@@ -202,6 +202,7 @@ def test_validate_names_an_unset_key_and_passes_a_good_file(tmp_path):
 # 4. options anywhere ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_options_before_the_file_and_help_says_evalrun_file_is_run(tmp_path):
     first = run_cli(
         "--target", "mock", EXAMPLE, "--filter", "perfect-ranking", "--out", str(tmp_path / "a")

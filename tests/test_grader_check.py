@@ -17,6 +17,7 @@ def test_builtin_grader_passes_the_check():
     assert "follows the protocol on all 4 payloads" in result.stdout
 
 
+@pytest.mark.slow
 def test_broken_grader_is_reported(tmp_path):
     grader = tmp_path / "broken.py"
     grader.write_text(
@@ -53,6 +54,7 @@ def test_debug_lines_beside_the_result_are_flagged(tmp_path):
     assert "failed" in result.stdout and "passed" not in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_js_grader_passes_in_both_modes():
     result = run_cli("grader", "check", "--", "node", "graders/js/contextual-precision.mjs")

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.fault_helpers import one_result_per_case, run_suite, write_suite
 from tests.hardening_helpers import RecordingOpenAI, openai_target, proxy_process, wait_until
@@ -35,6 +36,7 @@ def _raw_post(url: str, path: str, headers: dict[str, str], body: bytes) -> sock
     return sock
 
 
+@pytest.mark.slow
 def test_a_batch_is_capped_and_stops_when_the_client_hangs_up(tmp_path: Path) -> None:
     with RecordingOpenAI(slow_s=0.3) as fake:
         target = openai_target(fake, max_concurrency=PARALLEL)
@@ -93,6 +95,7 @@ os._exit(0)
 """
 
 
+@pytest.mark.slow
 def test_the_batch_of_a_grader_that_exits_is_cancelled_and_queued_calls_are_not_charged(
     tmp_path: Path,
 ) -> None:

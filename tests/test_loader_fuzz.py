@@ -289,6 +289,7 @@ def test_a_mutated_eval_file_is_accepted_or_refused_at_its_line(
     check_cli(tmp_path_factory.mktemp("fuzz"), text, to_yaml(TARGETS))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=mutated(CURRENT))
 def test_a_mutated_agentv_file_is_accepted_or_refused_at_its_line(
@@ -297,6 +298,7 @@ def test_a_mutated_agentv_file_is_accepted_or_refused_at_its_line(
     check_cli(tmp_path_factory.mktemp("fuzz"), text, to_yaml(TARGETS))
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=mutated(TARGETS))
 def test_a_mutated_targets_file_is_accepted_or_refused_at_its_line(

@@ -79,7 +79,10 @@ def test_the_installed_plugin_does_nothing_unless_asked(tmp_path: Path, autoload
     asked = pytest_run("--co", "-q", "--evalrun", cwd=tmp_path, autoload=autoload, plugin="evalrun")
     assert asked.returncode == 0, asked.stdout + asked.stderr
     assert "a.eval.yaml::x" in asked.stdout
-    own = pytest_run("--co", "-q", "tests/data", cwd=ROOT, autoload=autoload, plugin="evalrun")
+    # the project's own addopts spread a run over xdist workers, which this run does not load
+    own = pytest_run(
+        "--co", "-q", "-o", "addopts=", "tests/data", cwd=ROOT, autoload=autoload, plugin="evalrun"
+    )
     assert own.returncode == 5 and ".eval.yaml::" not in own.stdout, own.stdout
 
 

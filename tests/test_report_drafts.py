@@ -118,6 +118,7 @@ def test_a_case_whose_judge_calls_differ_is_rendered_from_the_bundle(
     assert drafted == _rendered_from_the_bundle(folder)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("expected", [0, DETAIL_LIMIT + 1])
 def test_a_large_run_keeps_no_drafts_and_its_reports_are_still_whole(
     tmp_path: Path, expected: int

@@ -157,6 +157,7 @@ def test_run_and_plain_forms_are_the_same(tmp_path):
     assert result.stdout.strip() == str(tmp_path / "o")
 
 
+@pytest.mark.slow
 def test_repeat_and_shards_partition_cases(tmp_path):
     body = SUITE.replace(
         "tests:\n",
@@ -415,6 +416,7 @@ def test_command_python_is_the_interpreter_evalrun_runs_under(tmp_path):
     assert case.graders[1].status == "passed"
 
 
+@pytest.mark.slow
 def test_an_option_given_twice_is_a_usage_error_never_last_wins(tmp_path):
     """--target a --target b would run b alone without a word; it says why it cannot be both
     (docs/results.md, exit 2). The same for every option that takes one value."""

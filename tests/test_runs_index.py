@@ -95,6 +95,7 @@ def test_the_eval_repositorys_commit_is_recorded(project: Path) -> None:
     assert row["git_commit"] == head
 
 
+@pytest.mark.slow
 def test_runs_that_end_at_once_are_all_recorded(project: Path) -> None:
     outs = [f"run-{i}" for i in range(3)]
     procs = [

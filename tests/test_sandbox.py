@@ -122,6 +122,7 @@ def test_default_settings_hide_evalrun_other_graders_and_evalruns_files(tmp_path
     assert len(seen["escaped"]) == 2  # `process` leaves the file system writable, as documented
 
 
+@pytest.mark.slow
 @needs_root
 @needs_bwrap
 def test_strict_also_keeps_the_file_system_read_only_and_the_network_closed(
@@ -270,3 +271,26 @@ def test_an_explicit_level_that_cannot_be_had_is_a_config_error(tmp_path: Path) 
         "note: graders run without a sandbox: bubblewrap (bwrap) is not on PATH" in default.stderr
     )
     assert _scores(tmp_path / "b") == {"c": ("passed", [1.0])}
+
+
+def test_a_long_tmpdir_keeps_the_proxy_socket_within_its_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TMPDIR too long for a Unix socket's 107 bytes moves the private folder to /tmp; a short
+    one keeps it (docs/security.md)."""
+    import tempfile
+
+    from evalrun.launcher.sandbox import private_root
+
+    long_dir = tmp_path / ("x" * 80)
+    long_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(long_dir))
+    root = private_root()
+    assert root.parent == Path("/tmp")
+    assert len(os.fsencode(root / "run-abcdefgh" / "proxy.sock")) <= 107
+    short_dir = Path(tempfile.mkdtemp(prefix="s", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(short_dir))
+    try:
+        assert private_root().parent == short_dir
+    finally:
+        shutil.rmtree(short_dir)

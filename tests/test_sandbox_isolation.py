@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -44,9 +45,10 @@ def _grader(name: str, script: str, config: dict, sandbox: str | None = None) ->
 
 def _private_tmp(tmp_path: Path) -> Path:
     """The runs' TMPDIR: evalrun keeps its private folders there, and the hijacker searches
-    only there (never other runs on this machine)."""
-    folder = tmp_path / "t"  # short: a Unix socket's path has at most 107 bytes
-    folder.mkdir(exist_ok=True)
+    only there (never other runs on this machine). A short folder of its own under /tmp, whatever
+    pytest's (longer under xdist): the socket's path must fit evalrun's limit."""
+    folder = Path(tempfile.mkdtemp(prefix="iso-", dir="/tmp"))
+    (tmp_path / "private-tmp").symlink_to(folder)  # found beside the test's other files
     return folder
 
 

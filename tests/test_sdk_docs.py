@@ -108,6 +108,7 @@ tests:
 """
 
 
+@pytest.mark.slow
 def test_readme_grader_scores_offline_with_mock_and_in_grader_check(tmp_path: Path) -> None:
     """The README's grader asks a yes/no question: the built-in ``mock`` (no targets.yaml),
     the repository's scripted ``mock`` (evals/targets.yaml) and ``grader check``'s scripted

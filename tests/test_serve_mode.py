@@ -138,6 +138,7 @@ def test_stderr_belongs_to_the_case_that_wrote_it(tmp_path):
         assert others == [], tail
 
 
+@pytest.mark.slow
 def test_a_hung_case_is_killed_alone(tmp_path):
     ids = ["a1", "hang", "a2", "a3", "a4"]
     by_id = _run(tmp_path, ids, workers=2, timeout=2)

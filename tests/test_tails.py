@@ -96,6 +96,7 @@ def grade(inp: GraderInput):
 """
 
 
+@pytest.mark.slow
 def test_a_run_whose_judge_hangs_now_and_then_scores_every_case(tmp_path: Path) -> None:
     judge = HangingJudge(share=0.05)
     (tmp_path / "grader.py").write_text(GRADER)

@@ -87,11 +87,19 @@ _HIDDEN = ("/tmp", "/var/tmp", "/run", "/var/run")
 _OWN = (Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[2])
 
 
+#: a Unix socket's path holds at most 107 bytes; below the root go ``/evalrun-UID/run-XXXXXXXX/
+#: proxy.sock`` (under 48 bytes)
+_LONGEST_BASE = 107 - 48
+
+
 def private_root() -> Path:
     """This user's folder for every run's private files (0700, created on first use). Every
     sandbox masks it whole, so runs stay apart even as one uid (docs/security.md, "Grader
     sandbox"); a folder there that is not this user's own and private is refused."""
-    root = Path(tempfile.gettempdir()) / f"evalrun-{os.getuid()}"
+    base = Path(tempfile.gettempdir())
+    if len(os.fsencode(base)) > _LONGEST_BASE:  # the proxy socket would not fit (docs/security.md)
+        base = Path("/tmp")
+    root = base / f"evalrun-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
         root.mkdir(mode=0o700)
     info = root.lstat()

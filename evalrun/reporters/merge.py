@@ -19,7 +19,7 @@ from evalrun.reporters.writing import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
 from evalrun.results.models import CaseResult
-from evalrun.results.summary import RunMeta, latest_results, summarize
+from evalrun.results.summary import RunMeta, gated_exit_code, latest_results, summarize
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 #: Exit codes that a merge keeps from any shard, most severe first (docs/results.md).
@@ -137,11 +137,13 @@ def merged_exit_code(metas: list[RunMeta], summary: dict[str, Any]) -> int | Non
     for code in sticky:
         if code in codes:
             return code
-    if max_errors is not None and counts["error"] + counts["unscored"] > max_errors:
-        return ExitCode.INCOMPLETE
-    threshold, mean = summary.get("threshold"), summary.get("mean_score")
-    below = threshold is not None and (mean is None or mean < threshold)
-    return ExitCode.GATE_FAILED if counts["failed"] or below else ExitCode.OK
+    return gated_exit_code(
+        failed=counts["failed"],
+        not_scored=counts["error"] + counts["unscored"],
+        mean=summary.get("mean_score"),
+        threshold=summary.get("threshold"),
+        max_errors=max_errors,
+    )
 
 
 def merge_bundles(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from evalrun.errors import ExitCode
 from evalrun.results import stats
 from evalrun.results.models import STATUSES, CaseResult, GraderOutcome, Status
 
@@ -538,3 +539,20 @@ def summarize(
 ) -> dict[str, Any]:
     """Build summary.json from case results plus the run's metadata."""
     return summary_dict(compute_stats(cases, unstable_bound=unstable_bound), meta)
+
+
+def gated_exit_code(
+    *,
+    failed: int,
+    not_scored: int,
+    mean: float | None,
+    threshold: float | None,
+    max_errors: int | None,
+) -> int:
+    """The gates on a run's results, in docs/results.md's order ("Exit codes"): errors and
+    unscored beyond ``max_errors`` -> 3 (no such gate when it is None), then a failed case or a
+    mean below ``threshold`` -> 1. The runner and ``merge`` both judge with it."""
+    if max_errors is not None and not_scored > max_errors:
+        return ExitCode.INCOMPLETE
+    below = threshold is not None and (mean is None or mean < threshold)
+    return ExitCode.GATE_FAILED if failed or below else ExitCode.OK

@@ -25,7 +25,7 @@ from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, 
 from evalrun.results.models import CaseResult
 from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
-from evalrun.results.summary import RunMeta, RunStats, summary_dict
+from evalrun.results.summary import RunMeta, RunStats, gated_exit_code, summary_dict
 from evalrun.runner.case_grader import CaseGrader
 from evalrun.runner.plan import RunPlan
 from evalrun.runner.progress import Progress, TableRows
@@ -329,14 +329,13 @@ class EvalRun:
         counts = stats.counts
         if not counts.total:
             return ExitCode.OK  # an empty shard: no gate to hold (docs/github-actions.md)
-        if counts.error + counts.unscored > self.options.max_errors:
-            return ExitCode.INCOMPLETE
-        if counts.failed:
-            return ExitCode.GATE_FAILED
-        threshold, mean = self.options.threshold, stats.mean_score
-        if threshold is not None and (mean is None or mean < threshold):
-            return ExitCode.GATE_FAILED
-        return ExitCode.OK
+        return gated_exit_code(
+            failed=counts.failed,
+            not_scored=counts.error + counts.unscored,
+            mean=stats.mean_score,
+            threshold=self.options.threshold,
+            max_errors=self.options.max_errors,
+        )
 
 
 def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> CaseResult:

@@ -20,6 +20,7 @@ from evalrun.launcher import bytecode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.scan import ResultScan
+from evalrun.results.stats import RUN_SEED
 from evalrun.runner.options import RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.runner.selection import parse_shard, select_cases
@@ -82,6 +83,8 @@ class RunSettings(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     otel: bool = False
+    #: bootstrap seed of the score interval (docs/config.md "Randomness")
+    seed: int = RUN_SEED
 
     @classmethod
     def checked(cls, **options: object) -> RunSettings:
@@ -200,6 +203,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             executor=settings.executor,
             ray_address=settings.ray_address,
             otel=settings.otel,
+            seed=settings.seed,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

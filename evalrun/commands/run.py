@@ -17,6 +17,7 @@ from evalrun.errors import ExitCode
 from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.projectconfig import ProjectDefaults
 from evalrun.results.models import CaseResult
+from evalrun.results.stats import RUN_SEED
 from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
 from evalrun.session import (
@@ -164,6 +165,12 @@ def run(
         help="Send OpenTelemetry spans over OTLP/HTTP (also on when OTEL_EXPORTER_OTLP_ENDPOINT "
         "is set; docs/otel.md).",
     ),
+    seed: int = typer.Option(
+        RUN_SEED,
+        "--seed",
+        metavar="N",
+        help="Bootstrap seed of the mean score's interval (recorded in summary.json).",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -198,6 +205,7 @@ def run(
         executor=executor.value,
         ray_address=ray_address,
         otel=otel,
+        seed=seed,
     )
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))

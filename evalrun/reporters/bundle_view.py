@@ -29,6 +29,7 @@ from evalrun.results.summary import (
     RepeatStats,
     RunMeta,
     RunStats,
+    run_seed,
 )
 
 #: How long a one-line reason may be (a table cell, a CI failure message).
@@ -211,7 +212,7 @@ def load_bundle(
     meta = reader.read_meta(run_dir)
     if scan is None:
         scan = scan_results(run_dir, by_case=(meta.repeat or 1) > 1)
-    run = scan.stats.build(unstable_bound=unstable_bound)
+    run = scan.stats.build(unstable_bound=unstable_bound, seed=run_seed(meta))
     if meta.repeat is None:
         meta.repeat = run.max_repeat + 1
     return BundleView(

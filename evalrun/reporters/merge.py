@@ -101,6 +101,7 @@ def merged_meta(metas: list[RunMeta], warnings: list[str]) -> RunMeta:
         judge=_first(m.judge for m in metas),
         threshold=_first(m.threshold for m in metas),
         max_errors=_first(m.max_errors for m in metas),
+        seed=_first(m.seed for m in metas),
     )
     starts = [t for m in metas if (t := _moment(m.started_at))]
     ends = [t for m in metas if (t := _moment(m.finished_at))]

@@ -50,6 +50,9 @@ class RunMeta:
     max_errors: int | None = None
     #: "i/n" as the runner writes it (other tools write {"index": i, "count": n})
     shard: Any = None
+    #: the bootstrap seed of ``mean_score_ci`` (``--seed``); written only when it is not
+    #: ``stats.RUN_SEED``, and read back as that when absent (docs/results.md)
+    seed: int | None = None
     #: every other key, as written (targets, write_error, warnings, merged_from, ...)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -87,7 +90,7 @@ RUN_KEYS = (
     "exit_code",
     "repeat",
 )
-_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard")
+_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard", "seed")
 #: Keys of summary.json that :meth:`RunStats.to_dict` and ``repeat_stats`` fill.
 STATS_KEYS = frozenset(
     {"counts", "cases", "mean_score", "median_score", "pass_rate", "graders", "usage"}
@@ -102,6 +105,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "repeat": (int,),
     "missing": (int,),
     "max_errors": (int,),
+    "seed": (int,),
 }
 
 
@@ -369,6 +373,8 @@ class RunStats:
     max_repeat: int = 0
     #: Per tenth of the score: how many results of each status scored there.
     score_bins: list[dict[str, int]] = field(default_factory=list)
+    #: Bootstrap seed of ``mean_score_ci`` (the run's ``--seed``).
+    seed: int = stats.RUN_SEED
 
     @property
     def mean_score(self) -> float | None:
@@ -392,7 +398,7 @@ class RunStats:
     def mean_score_ci(self) -> tuple[float, float] | None:
         """95% percentile bootstrap interval of the mean score (docs/results.md#intervals):
         computed once, as summary.json and every report show it."""
-        return stats.run_mean_ci(self.scores)
+        return stats.run_mean_ci(self.scores, seed=self.seed)
 
     def to_dict(self) -> dict[str, Any]:
         """The statistics block shared by summary.json and report.json."""
@@ -439,7 +445,7 @@ class StatsBuilder:
         self.by_case = by_case
         self._grouped: list[CaseResult] = []
         self.saw_repeats = False
-        self._built: tuple[int, float, RunStats] | None = None
+        self._built: tuple[int, float, int, RunStats] | None = None
 
     @property
     def total(self) -> int:
@@ -483,11 +489,13 @@ class StatsBuilder:
                 )
             )
 
-    def build(self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND) -> RunStats:
+    def build(
+        self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND, seed: int = stats.RUN_SEED
+    ) -> RunStats:
         """The statistics so far; the same object until more results come, so the run's summary
-        and its reports compute the score interval once."""
-        if self._built is not None and self._built[:2] == (self.total, unstable_bound):
-            return self._built[2]
+        and its reports compute the score interval once. ``seed`` is the interval's."""
+        if self._built is not None and self._built[:3] == (self.total, unstable_bound, seed):
+            return self._built[3]
         counts = dataclasses.replace(self.counts)
         judge = dict(self.judge)
         judge.pop("max_calls", None)
@@ -504,20 +512,25 @@ class StatsBuilder:
             usage={"judge": judge, "target": dict(self.target)},
             max_repeat=self.max_repeat,
             score_bins=[dict(b) for b in self.bins],
+            seed=seed,
         )
-        self._built = (self.total, unstable_bound, run)
+        self._built = (self.total, unstable_bound, seed, run)
         return run
 
 
 def compute_stats(
-    cases: Iterable[CaseResult], *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND
+    cases: Iterable[CaseResult],
+    *,
+    unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
+    seed: int = stats.RUN_SEED,
 ) -> RunStats:
-    """Statistics of ``cases`` after dropping superseded lines (the last line of a case wins)."""
+    """Statistics of ``cases`` after dropping superseded lines (the last line of a case wins);
+    ``seed`` is the score interval's bootstrap seed."""
     results = latest_results(cases)
     builder = StatsBuilder(by_case=any(c.repeat for c in results))
     for case in results:
         builder.add(case)
-    return builder.build(unstable_bound=unstable_bound)
+    return builder.build(unstable_bound=unstable_bound, seed=seed)
 
 
 def summary_dict(run: RunStats, meta: RunMeta | None = None) -> dict[str, Any]:
@@ -537,8 +550,16 @@ def summarize(
     *,
     unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
 ) -> dict[str, Any]:
-    """Build summary.json from case results plus the run's metadata."""
-    return summary_dict(compute_stats(cases, unstable_bound=unstable_bound), meta)
+    """Build summary.json from case results plus the run's metadata (its ``seed``, if any, is
+    the score interval's)."""
+    seed = run_seed(meta)
+    return summary_dict(compute_stats(cases, unstable_bound=unstable_bound, seed=seed), meta)
+
+
+def run_seed(meta: RunMeta | None) -> int:
+    """The bootstrap seed a bundle's interval was computed with: summary.json's ``seed``, else
+    the default one (docs/results.md)."""
+    return meta.seed if meta is not None and meta.seed is not None else stats.RUN_SEED
 
 
 def gated_exit_code(

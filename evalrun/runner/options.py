@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.launcher.sandbox import Requested
+from evalrun.results.stats import RUN_SEED
 from evalrun.targets import StoreOptions
 
 
@@ -36,3 +37,5 @@ class RunOptions:
     ray_address: str | None = None
     #: send OpenTelemetry spans (docs/otel.md); also on when OTEL_EXPORTER_OTLP_ENDPOINT is set
     otel: bool = False
+    #: bootstrap seed of the score interval (``--seed``; docs/config.md "Randomness")
+    seed: int = RUN_SEED

@@ -25,6 +25,7 @@ from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, 
 from evalrun.results.models import CaseResult
 from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
+from evalrun.results.stats import RUN_SEED
 from evalrun.results.summary import RunMeta, RunStats, gated_exit_code, summary_dict
 from evalrun.runner.case_grader import CaseGrader
 from evalrun.runner.plan import RunPlan
@@ -229,7 +230,7 @@ class EvalRun:
         scanner, shown = self._read_back(writer.directory)
         if scanner.superseded:  # a resume graded a case again: its last line wins
             scanner, shown = self._read_back(writer.directory, latest_offsets(writer.directory))
-        stats = scanner.stats.build()
+        stats = scanner.stats.build(seed=self.options.seed)
         missing = max(0, len(self.plan.cases) * self.options.repeat - stats.counts.total)
         summary = summary_dict(stats, self._meta(started_at, duration, missing))
         summary["targets"] = self.target_stats
@@ -318,6 +319,7 @@ class EvalRun:
             max_errors=options.max_errors,
             repeat=options.repeat,
             shard="/".join(map(str, options.shard)) if options.shard else None,
+            seed=None if options.seed == RUN_SEED else options.seed,
         )
 
     def _exit_code(self, stats: RunStats, missing: int) -> int:

@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 import yaml
 from yaml.resolver import Resolver
@@ -19,6 +19,14 @@ from evalrun.safetext import repair, repair_json
 
 #: path of keys/indexes -> 1-based line number
 LineMap = dict[tuple[Any, ...], int]
+
+
+class LineLookup(Protocol):
+    """Anything :func:`line_for` can read lines from: a :data:`LineMap`, or a map kept in
+    another shape (a JSONL tests file's, evalrun.spec.loader.JsonlLines)."""
+
+    def get(self, key: tuple[Any, ...], /) -> int | None: ...
+
 
 #: Limits that keep a hostile or mistaken file from exhausting memory or time (docs/security.md):
 #: YAML (and .json) documents are parsed in pure Python, about a second per 200 KB on a slow
@@ -454,7 +462,7 @@ def _is_text(value: Any) -> bool:
     return value is _MISSING or isinstance(value, str)
 
 
-def line_for(lines: LineMap, loc: tuple[Any, ...]) -> int | None:
+def line_for(lines: LineLookup, loc: tuple[Any, ...]) -> int | None:
     """The line of the deepest known prefix of ``loc``."""
     for end in range(len(loc), -1, -1):
         line = lines.get(tuple(loc[:end]))

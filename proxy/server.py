@@ -151,7 +151,8 @@ class JudgeProxy:
             proxy_headers=False,
             server_header=False,
             date_header=False,
-            timeout_graceful_shutdown=self._shutdown_timeout,
+            # uvicorn annotates int but hands it to asyncio.wait_for, which takes float seconds
+            timeout_graceful_shutdown=self._shutdown_timeout,  # type: ignore[arg-type]
             timeout_keep_alive=30,
         )
         self._server = _Server(config)

@@ -441,3 +441,11 @@ def test_an_option_given_twice_is_a_usage_error_never_last_wins(tmp_path):
     # repeatable options and flags (nothing lost by a repeat) still work
     fine = run_cli(str(path), "-q", "-q", "-f", "france", "-f", "spain", "--out", str(out))
     assert fine.returncode == 1, fine.stderr  # spain fails its judge, as in the suite
+
+
+def test_sandbox_choices_are_the_sandbox_levels() -> None:
+    """``--sandbox`` offers exactly the levels the launcher knows."""
+    from evalrun.commands.run import SandboxChoice
+    from evalrun.launcher.sandbox import LEVELS
+
+    assert [choice.value for choice in SandboxChoice] == list(LEVELS)

@@ -14,7 +14,6 @@ import typer
 from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.errors import ExitCode
-from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.projectconfig import ProjectDefaults
 from evalrun.results.models import CaseResult
 from evalrun.results.stats import RUN_SEED
@@ -42,7 +41,17 @@ from evalrun.targets import (
 )
 from evalrun.yamlsource import SourceError
 
-SandboxChoice = enum.Enum("SandboxChoice", {level: level for level in SANDBOX_LEVELS}, type=str)
+
+class SandboxChoice(str, enum.Enum):
+    """``--sandbox``: the levels of evalrun.launcher.sandbox.LEVELS (tests/test_run.py keeps
+    them equal), spelled out so that mypy knows the members."""
+
+    auto = "auto"
+    none = "none"
+    process = "process"
+    strict = "strict"
+
+
 ExecutorChoice = enum.Enum("ExecutorChoice", {"local": "local", "ray": "ray"}, type=str)
 _STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 

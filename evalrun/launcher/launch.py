@@ -86,7 +86,7 @@ async def launch_grader(
             default_target=ctx.judge,
             max_calls=access.max_calls,
             allowed=None if access.allow is None else [ctx.judge, *access.allow],
-            grader=spec.name,
+            grader=spec.name or "",
             case_id=case.id,
         )
     try:
@@ -134,7 +134,7 @@ async def _launch(
     if sandbox.level == "strict":
         sandbox = replace(sandbox, binds=strict_binds(os.environ))
     route = None
-    if proxy is not None and proxy.unix_socket is not None:
+    if proxy is not None and proxy.port is not None and proxy.unix_socket is not None:
         route = ProxyRoute(proxy.port, proxy.unix_socket)
     command = _resolve_argv(grader_argv(spec), ctx.eval_dir)
     per_case = (

@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 STDOUT_CAP = 4 * 1024 * 1024
 STDERR_TAIL = 4000
@@ -47,8 +48,12 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
     def process_exited(self) -> None:
         super().process_exited()
-        if not self.exited.done() and self._transport_ref is not None:
-            self.exited.set_result(self._transport_ref.get_returncode())
+        if self.exited.done() or self._transport_ref is None:
+            return
+        # asyncio records the return code before it calls process_exited
+        code = self._transport_ref.get_returncode()
+        if code is not None:
+            self.exited.set_result(code)
 
 
 def _kill_group(pid: int, sig: int) -> None:
@@ -129,10 +134,9 @@ async def run_process(
     overflow_wait = asyncio.create_task(overflow.wait())
     exit_wait = asyncio.ensure_future(protocol.exited)
     timed_out = False
+    waiting: set[asyncio.Future[Any]] = {exit_wait, overflow_wait}
     try:
-        done, _ = await asyncio.wait(
-            {exit_wait, overflow_wait}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if not protocol.exited.done():
             timed_out = not overflow.is_set()
             _kill_group(proc.pid, signal.SIGTERM)

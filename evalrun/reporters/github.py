@@ -4,8 +4,6 @@ Escaping follows the workflow-command rules: in messages ``%``, CR and LF are pe
 in properties (``title=``) ``:`` and ``,`` are encoded as well.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from collections.abc import Mapping

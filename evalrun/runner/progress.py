@@ -5,11 +5,15 @@ from __future__ import annotations
 import heapq
 import sys
 import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.safetext import printable
+
+if TYPE_CHECKING:
+    from rich.progress import Progress as RichProgress
+    from rich.progress import TaskID
 
 _STATUS_STYLE = {"passed": "green", "failed": "red", "error": "magenta", "unscored": "yellow"}
 
@@ -35,8 +39,8 @@ class Progress:
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self._started = time.monotonic()
-        self._bar = None
-        self._task = None
+        self._bar: RichProgress | None = None
+        self._task: TaskID | None = None
         if not quiet and self.stream.isatty():
             from rich.console import Console
             from rich.progress import (
@@ -65,7 +69,7 @@ class Progress:
         self.judge_calls += sum(g.proxy.calls for g in case.graders if g.proxy)
         if self.quiet:
             return
-        if self._bar is not None:
+        if self._bar is not None and self._task is not None:
             rate = self.passed / self.done
             self._bar.update(
                 self._task,

@@ -80,7 +80,8 @@ class _Mapping:
     def copy_lines(self, old: tuple[Any, ...], new: tuple[Any, ...]) -> None:
         """Give ``new`` (and everything under it) the parsed lines of ``old``."""
         for key in [k for k in self.source if k[: len(old)] == old]:
-            self.lines[(*new, *key[len(old) :])] = self.source[key]
+            moved = (*new, *key[len(old) :])
+            self.lines[moved] = self.source[key]
 
 
 def _items(m: _Mapping, value: Any, path: tuple[Any, ...]) -> list[Any]:
@@ -288,7 +289,8 @@ def _map_tests(
         if not prompts and "input" not in test and "input" not in vars_:
             m.problem(path, "no input: give top-level 'prompts' (e.g. '{{ input }}') or vars.input")
         uses = prompts or ([] if "input" in test else [Prompt("input", "{{ input }}", path)])
-        for prompt in uses or [None]:
+        choices: list[Prompt | None] = [*uses] if uses else [None]
+        for prompt in choices:
             new_path = ("tests", len(out))
             case = _map_test(m, test, vars_, prompt, path, new_path, many=len(uses) > 1)
             out.append(case)
@@ -342,7 +344,8 @@ def _map_test(
     if rendered:
         case.setdefault("criteria", "\n".join(rendered))
     items = [((*old, "assert", j), item) for j, item in enumerate(asserts)]
-    own = case.get("graders") if isinstance(case.get("graders"), list) else []
+    given = case.get("graders")
+    own = given if isinstance(given, list) else []
     graders = _map_assertions(m, items, (*new, "graders", len(own)), vars_)
     if graders:
         case["graders"] = [*own, *graders]

@@ -153,7 +153,8 @@ def _checked(
     """The checks a valid eval needs beyond its model: tests (from their file, if named),
     unique ids, a grader for every test."""
     tests_file = None
-    tests_lines: LineMap = {}
+    tests: Sequence[TestCase]
+    tests_lines: LineMap | JsonlLines = {}
     if isinstance(spec.tests, list):
         tests = spec.tests
         for i, case in enumerate(tests):
@@ -229,11 +230,11 @@ class StreamedCases(Sequence[TestCase]):
 
     def __init__(self, source: Rows, count: int) -> None:
         self.source = source
-        self.count = count
+        self.size = count
         self._stamp = source.stamp()
 
     def __len__(self) -> int:
-        return self.count
+        return self.size
 
     def __iter__(self) -> Iterator[TestCase]:
         if self.source.stamp() != self._stamp:
@@ -365,10 +366,10 @@ def _load_tests_file(
     where = at("")
     path = eval_path.parent / ref
     try:
-        found = path.is_file()
+        exists = path.is_file()
     except OSError as exc:  # a name too long for the file system, say
         raise EvalFileError(f"{where}: cannot read the tests file: {exc.strerror}") from None
-    if not found:
+    if not exists:
         raise EvalFileError(f"{where}: tests file not found: {ref}")
     if path.suffix == ".csv":
         return (path, *_check_streamed(open_csv(path, columns, at)))
@@ -380,18 +381,19 @@ def _load_tests_file(
         parsed = load_yaml_with_lines(path)
     except SourceError as exc:
         raise EvalFileError(str(exc)) from None
-    items, lines, at = parsed.data, parsed.lines, ()
+    items, lines = parsed.data, parsed.lines
+    prefix: tuple[str, ...] = ()
     if isinstance(items, dict) and "tests" in items:
-        items, at = items["tests"], ("tests",)
-        lines = {k[1:]: v for k, v in lines.items() if k[:1] == at}
+        items, prefix = items["tests"], ("tests",)
+        lines = {k[1:]: v for k, v in lines.items() if k[:1] == prefix}
     if not isinstance(items, list):
         raise EvalFileError(f"{path}:1: expected a list of tests")
     cases: list[TestCase] = []
     problems: list[str] = []
     ambiguous: dict[Any, list[Ambiguous]] = {}  # by test, so each test reads only its own
     for entry in parsed.ambiguous:
-        if entry[0][: len(at)] == at and len(entry[0]) > len(at):
-            ambiguous.setdefault(entry[0][len(at)], []).append(entry)
+        if entry[0][: len(prefix)] == prefix and len(entry[0]) > len(prefix):
+            ambiguous.setdefault(entry[0][len(prefix)], []).append(entry)
     for i, item in enumerate(items):
         try:
             item = normalize_test(normalize_case(item, (i,), lines), (i,), lines, path.parent)
@@ -401,7 +403,9 @@ def _load_tests_file(
             continue
         try:
             own = parsed._replace(ambiguous=ambiguous.get(i, []))
-            case, found = validate_keeping_text(TestCase, item, own, path, (*at, i), ("tests", i))
+            case, found = validate_keeping_text(
+                TestCase, item, own, path, (*prefix, i), ("tests", i)
+            )
         except ValidationError as exc:
             sub = {k[1:]: v for k, v in lines.items() if k[:1] == (i,)}
             problems.append(_prefix_index(validation_error_message(path, exc, sub, TestCase), i))

@@ -9,6 +9,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from types import TracebackType
 from typing import Any, Protocol
 
 from evalrun.safetext import repair, repair_json
@@ -51,7 +52,12 @@ class ResponseStore(Protocol):
 class AsyncLimit(Protocol):
     async def __aenter__(self) -> None: ...
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None: ...
 
 
 class ManagedTarget:

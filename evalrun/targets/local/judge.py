@@ -20,6 +20,7 @@ import numpy as np
 
 from evalrun.targets.local import calibration as cal
 from evalrun.targets.local.cues import Cues, clauses, compare, facts
+from evalrun.targets.local.model import Mode
 from evalrun.targets.local.text import (
     coverage,
     lexical,
@@ -45,7 +46,7 @@ DECISION_FEATURES = (
 
 
 class Encoder(Protocol):
-    def encode(self, texts: list[str], mode: str = "passage") -> np.ndarray: ...
+    def encode(self, texts: list[str], mode: Mode = "passage") -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -261,6 +262,8 @@ def attribution_verdict(
     alignment: Alignment, model: Logistic, keep: float, band: tuple[float, float]
 ) -> Verdict:
     best, clean = alignment.best(), alignment.best(clean=True)
+    if best is None:  # no unit to read (judge_attribution answers this before aligning)
+        return Verdict(ok=False, probability=0.0, features=())
     p = model.probability(alignment.decision_row(clean)) if clean is not None else 0.0
     cue = alignment.cues[best].reason
     if cue is not None and p < keep:

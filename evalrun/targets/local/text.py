@@ -8,6 +8,7 @@ at which content words, numbers and names of a claim a passage actually contains
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -155,7 +156,7 @@ def split_statements(text: str) -> list[str]:
     return statements
 
 
-def resolve_pronouns(passages: list[str]) -> list[list[str]]:
+def resolve_pronouns(passages: Sequence[str]) -> list[list[str]]:
     """Each passage's sentences, with an opening he/she/it/they (or its/his/her/their) replaced
     by the subject of the sentence before it, which may end the previous passage.
 

@@ -302,11 +302,11 @@ class HttpTarget:
             elif not loop.is_closed() and loop.is_running():
                 loop.call_soon_threadsafe(client.close)
         for (loop, _), shards in clients.items():
-            for client in shards:
+            for shard in shards:
                 if loop is current:
-                    await client.aclose()
+                    await shard.aclose()
                 elif not loop.is_closed() and loop.is_running():
-                    asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+                    asyncio.run_coroutine_threadsafe(shard.aclose(), loop)
 
 
 @functools.cache

@@ -101,6 +101,7 @@ def test_targets_check_local_sends_a_typed_task_and_passes():
 # 2. one targets.yaml lookup for every command --------------------------------------------------
 
 
+@pytest.mark.slow
 def test_targets_commands_find_evals_targets_yaml_from_the_repo_root(tmp_path):
     env = env_without("GEMINI_API_KEY")
     listed = run_cli("targets", "list", env=env)

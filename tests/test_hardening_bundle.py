@@ -9,6 +9,8 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.fault_helpers import cli_env, write_suite
 from tests.hardening_helpers import assert_bundle_agrees
@@ -77,6 +79,7 @@ def test_runs_started_together_never_share_a_bundle_folder(tmp_path: Path) -> No
         assert assert_bundle_agrees(bundle)["complete"] is True
 
 
+@pytest.mark.slow
 def test_an_explicit_out_folder_must_be_new_or_empty(tmp_path: Path) -> None:
     path = _suite(tmp_path)
     used = tmp_path / "used"

@@ -175,6 +175,7 @@ def test_compare_cli_is_deterministic_with_a_seed(cli: typer.Typer, tmp_path: Pa
     assert invoke(cli, "compare", base, tmp_path / "missing")[0] == 2
 
 
+@pytest.mark.slow
 def test_compare_json_file_is_the_old_spelling_of_out(tmp_path: Path) -> None:
     """`--json FILE` wrote a file before `--json` meant stdout: it still does, with a warning;
     a stray third argument without it is an error."""

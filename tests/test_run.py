@@ -336,6 +336,7 @@ def test_ctrl_c_while_the_reports_are_written_exits_130_and_leaves_no_half_repor
     assert sorted(p.name for p in out.iterdir() if "report" in p.name) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("repeat", [1, 2])
 def test_resume_counts_each_case_once_in_summary_table_report_and_exit(tmp_path, repeat):
     """A resume grades the errored cases again: their new lines win everywhere (summary.json,

@@ -7,17 +7,12 @@ registry, and an atomic budget reservation) run for every route but ``/openapi.j
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import NoReturn
 
+from evalrun.loopback import BAD_HOST, CROSS_ORIGIN, LOOPBACK_HOST, LOOPBACK_ORIGIN
 from proxy.grants import Grant, GrantRegistry, Reservation
 from proxy.replies import ErrorReply
-
-_LOOPBACK_HOST = re.compile(rb"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
-_LOOPBACK_ORIGIN = re.compile(
-    rb"https?://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE
-)
 
 
 @dataclass
@@ -60,13 +55,11 @@ def transport_refusal(head: RequestHead, max_body_bytes: int) -> Refusal | None:
     (DNS rebinding, browser pages), two framings (request smuggling), a bad or too large
     Content-Length. A 413 keeps the connection: uvicorn discards the rest of the body, so the
     client reads the error instead of a reset while it is still sending."""
-    if head.host is None or not _LOOPBACK_HOST.fullmatch(head.host):
-        error = ErrorReply(403, "bad_request", "Host header must be a loopback address")
-        return Refusal(error, close=True)
-    if head.origin is not None and not _LOOPBACK_ORIGIN.fullmatch(head.origin):
-        return Refusal(
-            ErrorReply(403, "bad_request", "cross-origin requests are not allowed"), True
-        )
+    # the rule `evalrun view` applies too (evalrun/loopback.py), read from this one header pass
+    if head.host is None or not LOOPBACK_HOST.fullmatch(head.host):
+        return Refusal(ErrorReply(403, "bad_request", BAD_HOST), close=True)
+    if head.origin is not None and not LOOPBACK_ORIGIN.fullmatch(head.origin):
+        return Refusal(ErrorReply(403, "bad_request", CROSS_ORIGIN), close=True)
     if head.chunked and head.length is not None:
         message = "both Transfer-Encoding and Content-Length are set"
         return Refusal(ErrorReply(400, "bad_request", message), close=True)

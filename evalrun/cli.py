@@ -204,6 +204,7 @@ PROJECT_OPTIONS: dict[tuple[str, ...], tuple[str, ...] | None] = {
     ("run",): None,
     ("validate",): ("target", "judge", "targets", "files"),
     ("cache", "clear"): ("cache_dir",),
+    ("calibrate",): ("cache_dir", "targets"),
 }
 
 
@@ -212,7 +213,7 @@ def _project_defaults(args: list[str]) -> tuple[dict[str, Any] | None, Any]:
     (config file, ``.env``, ``EVALRUN_*``), which a flag overrides; a bad one is a usage error
     (exit 2)."""
     words = next((w for w in PROJECT_OPTIONS if tuple(args[: len(w)]) == w), None)
-    if words is None:
+    if words is None or "--help" in args:  # help needs no project, so a broken one cannot block it
         return None, None
     from evalrun.projectconfig import ProjectConfigError, project_defaults
 

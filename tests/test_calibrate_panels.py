@@ -136,9 +136,11 @@ def test_calibrate_gives_the_hand_computed_figures(tmp_path: Path) -> None:
     assert (out / "calibration.html").read_text().startswith("<!doctype html>")
     gated = run_cli(
         "calibrate", str(path), "--judge", "always-yes", "-o", str(tmp_path / "gated"),
-        "--min-kappa", "0.5", cwd=tmp_path, env=cli_env(),
+        "--min-kappa", "0.5", "--cache-dir", "elsewhere", cwd=tmp_path, env=cli_env(),
     )  # fmt: skip
     assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert (tmp_path / "elsewhere" / "cache.sqlite3").is_file()
+    assert (tmp_path / ".evalrun" / "cache" / "cache.sqlite3").is_file()  # the first run's
 
 
 def test_a_panel_with_one_wrong_member_gives_the_majority_and_flags_every_split(

@@ -186,6 +186,9 @@ def test_a_bad_config_is_exit_2_before_anything_runs(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: {tmp_path / 'evalrun.toml'}: repeat: ")
     assert not (tmp_path / ".evalrun" / "runs").exists()
+    helped = run_cli("run", "--help", cwd=tmp_path, env=clean_env())
+    assert helped.returncode == 0, helped.stderr  # the help that would mend it still shows
+    assert "--workers" in helped.stdout
 
 
 GRADER = """\

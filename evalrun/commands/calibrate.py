@@ -53,6 +53,9 @@ def calibrate(
     ),
     workers: int = typer.Option(4, "--workers", "-w", min=1, help="Cases in flight at once."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the response cache."),
+    cache_dir: Path = typer.Option(
+        Path(".evalrun/cache"), "--cache-dir", metavar="DIR", help="Where the response cache lives."
+    ),
 ) -> None:
     """Compare judges with human labels: agreement, kappa/alpha, confusion, cost; recommend one."""
     try:
@@ -76,7 +79,7 @@ def calibrate(
             workers=workers,
             only_ids=set(labels),
             max_errors=len(labels),
-            stores=StoreOptions(cache_dir=None if no_cache else Path(".evalrun/cache")),
+            stores=StoreOptions(cache_dir=None if no_cache else cache_dir),
             quiet=True,
         )
         from evalrun.runner.plan import plan_run

@@ -23,6 +23,7 @@ from evalrun.spec.agentv_extras import (
     normalize_suite,
     normalize_test,
 )
+from evalrun.spec.agentv_sources import SourceProblem, read_sources
 from evalrun.spec.datasets import (
     HF,
     CsvRows,
@@ -115,6 +116,10 @@ def load_eval(path: Path) -> LoadedEval:
     data, lines = parsed.data, parsed.lines
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
+    try:
+        data = read_sources(data, lines, path.parent)
+    except SourceProblem as exc:
+        raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     data, unset = interpolate_env(data, os.environ)
     if unset:
         raise EvalFileError(_located(path, unset, lines))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UserError
+from evalrun.spec.agentv_extras import AGENTV_SUITE_KEYS
 from evalrun.yamlsource import LineMap, SourceError, iter_jsonl, load_yaml_with_lines
 
 FILE = "file://"
@@ -43,7 +44,8 @@ def read_sources(data: Any, lines: LineMap, folder: Path) -> Any:
     if isinstance(tests, list) and any(_is_ref(t) for t in tests):
         data["tests"] = _spliced(tests, lines, folder)
     elif isinstance(tests, str):
-        inline = _inline_source(tests, folder)
+        suite = any(key in data for key in (*AGENTV_SUITE_KEYS, "input_files"))
+        inline = _inline_source(tests, folder, suite_context=suite)
         if inline is not None:
             data["tests"] = inline
             _point_all(lines, ("tests",), len(inline))
@@ -98,9 +100,10 @@ def _point_all(lines: LineMap, at: tuple[Any, ...], count: int) -> None:
             lines[at + (i,)] = line
 
 
-def _inline_source(ref: str, folder: Path) -> list[Any] | None:
+def _inline_source(ref: str, folder: Path, *, suite_context: bool) -> list[Any] | None:
     """The tests of ``tests: REF`` when AgentV's reading of it differs from evalrun's tests file
-    (a folder of cases, or a tests file in AgentV's current format); None leaves it to evalrun."""
+    (a folder of cases, a tests file in AgentV's current format, or any tests file of a suite
+    with AgentV's own keys, whose context applies to each test); None leaves it to evalrun."""
     name = ref.removeprefix(FILE)
     path = folder / name
     if path.is_dir():
@@ -108,7 +111,9 @@ def _inline_source(ref: str, folder: Path) -> list[Any] | None:
     if path.suffix not in _CASE_SUFFIXES or not path.is_file():
         return None
     cases = _cases(name, folder, ("tests",))
-    if any(isinstance(c, dict) and any(k in c for k in _CURRENT_TEST_KEYS) for c in cases):
+    if suite_context or any(
+        isinstance(c, dict) and any(k in c for k in _CURRENT_TEST_KEYS) for c in cases
+    ):
         return cases
     return None
 
@@ -125,6 +130,8 @@ def _cases(pattern: str, folder: Path, at: tuple[Any, ...]) -> list[Any]:
 
 
 def _file_cases(path: Path, at: tuple[Any, ...]) -> list[Any]:
+    if not path.is_file():
+        raise SourceProblem(at, f"tests file not found: {path}")
     if path.suffix not in _CASE_SUFFIXES:
         raise SourceProblem(
             at,
@@ -132,8 +139,6 @@ def _file_cases(path: Path, at: tuple[Any, ...]) -> list[Any]:
             f"{', '.join(_CASE_SUFFIXES)} files (a .csv file takes 'tests: {{from: ...}}', "
             "docs/datasets.md)",
         )
-    if not path.is_file():
-        raise SourceProblem(at, f"tests file not found: {path}")
     try:
         if path.suffix == ".jsonl":
             items: Any = [item for _, item in iter_jsonl(path)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.spec.agentv_extras import AgentVProblem
 from evalrun.spec.kinds import ALIASES, KINDS
 from evalrun.yamlsource import LineMap
 
@@ -22,6 +23,12 @@ Notes = list[tuple[tuple[Any, ...], str]]
 #: AgentV's custom assertions: ``.agentv/assertions/<type>.<ext>`` in the eval file's folder or
 #: any folder above it, run as ``bun run FILE``, a script grader (docs/eval-files.md).
 ASSERTION_SUFFIXES = (".ts", ".js", ".mts", ".mjs", ".cts", ".cjs")
+#: The score at which AgentV passes a grader that says no ``pass`` of its own: its default
+#: threshold (docs/grader-protocol.md, "AgentV files").
+AGENTV_THRESHOLD = 0.8
+#: field-accuracy's ``match`` rules and ``aggregation`` (evalrun/launcher/field_accuracy.py)
+FIELD_MATCHES = ("exact", "numeric_tolerance", "date")
+FIELD_AGGREGATIONS = ("weighted_average", "all_or_nothing")
 #: An ``llm-rubric`` option AgentV reads that evalrun's rubric grader has no use for.
 _IGNORED_JUDGE_OPTIONS = {
     "max_steps": "its judge takes no tool steps: it answers each rubric item in one call",
@@ -142,6 +149,10 @@ def resolve_graders(data: Any, lines: LineMap, folder: Path, notes: Notes) -> No
         for i, grader in enumerate(graders if isinstance(graders, list) else []):
             if isinstance(grader, dict) and isinstance(grader.get("type"), str):
                 _custom_assertion(grader, folder, found)
+                if grader["type"] == "field-accuracy":
+                    problem = field_accuracy_problem(grader)
+                    if problem is not None:
+                        raise AgentVProblem((*path, i), problem)
                 if isinstance(grader.get("id"), str):  # AgentV names an assertion by its id too
                     grader.setdefault("name", grader["id"])
                     grader.pop("id")
@@ -162,6 +173,21 @@ def _custom_assertion(grader: dict[str, Any], folder: Path, found: dict[str, Pat
     grader["type"] = "script"
     grader["command"] = ["bun", "run", str(script)]
     grader.setdefault("name", grader.pop("metric", kind))
+
+
+def field_accuracy_problem(grader: dict[str, Any]) -> str | None:
+    """Why a field-accuracy grader's options cannot be scored, or None."""
+    fields = grader.get("fields")
+    if not isinstance(fields, list) or not fields:
+        return "field-accuracy needs 'fields', a list of {path, match}"
+    for i, item in enumerate(fields):
+        if not isinstance(item, dict) or not isinstance(item.get("path"), str):
+            return f"fields[{i}] needs 'path' (a dotted path such as items[0].name)"
+        if item.get("match", "exact") not in FIELD_MATCHES:
+            return f"fields[{i}].match must be one of {', '.join(FIELD_MATCHES)}"
+    if grader.get("aggregation", "weighted_average") not in FIELD_AGGREGATIONS:
+        return f"aggregation must be one of {', '.join(FIELD_AGGREGATIONS)}"
+    return None
 
 
 def assertion_script(kind: str, folder: Path) -> Path | None:
@@ -208,14 +234,18 @@ def _judge_options(grader: dict[str, Any], path: tuple[Any, ...], notes: Notes) 
 
 def apply_threshold(data: Any, threshold: float | None) -> None:
     """AgentV's suite ``threshold`` is the bar a test's score must reach: each grader's
-    ``threshold`` where it sets none (as ``tests[].threshold`` maps)."""
-    if threshold is None or not isinstance(data, dict):
+    ``threshold`` where it sets none (as ``tests[].threshold`` maps). A field-accuracy grader
+    otherwise passes at AgentV's 0.8."""
+    if not isinstance(data, dict):
         return
-    graders: list[Any] = list(data.get("graders") or [])
+    suite = data.get("graders")
+    graders: list[Any] = list(suite) if isinstance(suite, list) else []
     tests = data.get("tests")
     for case in tests if isinstance(tests, list) else []:
         if isinstance(case, dict) and isinstance(case.get("graders"), list):
             graders += case["graders"]
     for grader in graders:
-        if isinstance(grader, dict):
+        if isinstance(grader, dict) and threshold is not None:
             grader.setdefault("threshold", threshold)
+        if isinstance(grader, dict) and grader.get("type") == "field-accuracy":
+            grader.setdefault("threshold", AGENTV_THRESHOLD)

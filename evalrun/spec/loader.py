@@ -134,8 +134,8 @@ def load_eval(path: Path) -> LoadedEval:
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
     agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
-    resolve_graders(data, lines, path.parent, options.notes)
     try:
+        resolve_graders(data, lines, path.parent, options.notes)
         data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None

@@ -176,7 +176,10 @@ def _custom_assertion(grader: dict[str, Any], folder: Path, found: dict[str, Pat
 
 
 def field_accuracy_problem(grader: dict[str, Any]) -> str | None:
-    """Why a field-accuracy grader's options cannot be scored, or None."""
+    """Why a field-accuracy grader's options (its own keys, or in ``config``) cannot be scored,
+    or None."""
+    config = grader.get("config")
+    grader = {**(config if isinstance(config, dict) else {}), **grader}
     fields = grader.get("fields")
     if not isinstance(fields, list) or not fields:
         return "field-accuracy needs 'fields', a list of {path, match}"

@@ -15,6 +15,7 @@ from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.errors import ExitCode
 from evalrun.projectconfig import ProjectDefaults
+from evalrun.reporters.formats import DEFAULT_FORMATS
 from evalrun.results.models import CaseResult
 from evalrun.results.stats import RUN_SEED
 from evalrun.runner.preflight import check_eval
@@ -180,6 +181,13 @@ def run(
         metavar="N",
         help="Bootstrap seed of the mean score's interval (recorded in summary.json).",
     ),
+    format_: list[str] = typer.Option(
+        list(DEFAULT_FORMATS),
+        "--format",
+        metavar="FMT",
+        help="Reports written into the bundle: md, html, junit, json or agentv (AgentV's result "
+        "layout); repeatable (default md+html+junit).",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -215,6 +223,7 @@ def run(
         ray_address=ray_address,
         otel=otel,
         seed=seed,
+        format=format_,
     )
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))

@@ -106,9 +106,13 @@ def _inline_source(ref: str, folder: Path, *, suite_context: bool) -> list[Any] 
     with AgentV's own keys, whose context applies to each test); None leaves it to evalrun."""
     name = ref.removeprefix(FILE)
     path = folder / name
-    if path.is_dir():
+    try:
+        is_dir, is_file = path.is_dir(), path.is_file()
+    except OSError:  # a name too long for the file system: evalrun's tests file check says so
+        return None
+    if is_dir:
         return _folder_cases(path, ("tests",))
-    if path.suffix not in _CASE_SUFFIXES or not path.is_file():
+    if path.suffix not in _CASE_SUFFIXES or not is_file:
         return None
     cases = _cases(name, folder, ("tests",))
     if suite_context or any(
@@ -124,7 +128,11 @@ def _cases(pattern: str, folder: Path, at: tuple[Any, ...]) -> list[Any]:
         matches = sorted(glob.glob(str(folder / pattern), recursive=True))
         return [case for match in matches for case in _file_cases(Path(match), at)]
     path = folder / pattern
-    if path.is_dir():
+    try:
+        is_dir = path.is_dir()
+    except OSError as exc:
+        raise SourceProblem(at, f"cannot read the tests file: {exc.strerror}") from None
+    if is_dir:
         return _folder_cases(path, at)
     return _file_cases(path, at)
 

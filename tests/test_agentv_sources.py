@@ -253,3 +253,23 @@ def test_a_test_with_criteria_and_no_graders_is_judged_on_them(tmp_path: Path) -
     bare = write(tmp_path / "bare.eval.yaml", "tests:\n  - {id: a, input: q}\n")
     with pytest.raises(EvalFileError, match="tests without graders: a"):
         load_eval(bare)
+
+
+@pytest.mark.parametrize(("threshold", "status"), [(None, "failed"), (0.7, "passed")])
+def test_an_agentv_script_grader_passes_at_the_threshold_the_file_sets(
+    tmp_path: Path, threshold: float | None, status: str
+) -> None:
+    """A score of 0.75 and no ``pass``: AgentV's 0.8 unless a threshold was set (the suite's
+    ``threshold`` maps onto the grader's)."""
+    import asyncio
+    import sys
+
+    from evalrun.launcher.launch import LaunchContext, launch_grader
+    from evalrun.spec.models import GraderSpec, TestCase
+
+    given = {} if threshold is None else {"threshold": threshold}
+    spec = GraderSpec(command=[sys.executable, "-c", "print('{\"score\": 0.75}')"], **given)
+    ctx = LaunchContext(eval_dir=tmp_path, judge=None, wire="agentv", agentv_rules=True)
+    case = TestCase(id="a", input="q")
+    result = asyncio.run(launch_grader(spec, case, "answer", ctx)).result
+    assert (result.score, result.status, result.threshold) == (0.75, status, threshold or 0.8)

@@ -96,7 +96,9 @@ async def launch_grader(
         if grant is not None and proxy is not None:
             proxy.revoke(grant)
     agentv = ctx.agentv_rules and spec.kind.runs == "command"
-    threshold = AGENTV_THRESHOLD if agentv else spec.threshold
+    # AgentV's pass mark unless the file set one (docs/grader-protocol.md, "AgentV files")
+    own = "threshold" in spec.model_fields_set
+    threshold = AGENTV_THRESHOLD if agentv and not own else spec.threshold
     result = interpret(
         outcome, name=spec.name or spec.type, threshold=threshold, weight=spec.weight
     )

@@ -46,16 +46,16 @@ def test_file_entries_and_globs_are_spliced_among_the_inline_tests(tmp_path: Pat
     assert loaded.tests[2].line == 6  # an inline test keeps its own line
 
 
-def test_a_missing_or_csv_tests_file_is_an_error_at_its_reference(tmp_path: Path) -> None:
-    write(tmp_path / "rows.csv", "id,vars.input\nx,hi\n")
+def test_a_missing_or_unreadable_tests_file_is_an_error_at_its_reference(tmp_path: Path) -> None:
+    write(tmp_path / "rows.txt", "id: x\n")
     path = write(
         tmp_path / "suite.yaml",
         "providers: [mock]\ntests:\n  - {id: a, vars: {input: q}}\n  - file://nope.yaml\n",
     )
     with pytest.raises(EvalFileError, match=r"suite.yaml:4: tests\[1\]: tests file not found"):
         load_eval(path)
-    path.write_text("providers: [mock]\ntests:\n  - file://rows.csv\n")
-    with pytest.raises(EvalFileError, match=r":3: tests\[0\]: tests file rows.csv: evalrun reads"):
+    path.write_text("providers: [mock]\ntests:\n  - file://rows.txt\n")
+    with pytest.raises(EvalFileError, match=r":3: tests\[0\]: tests file rows.txt: evalrun reads"):
         load_eval(path)
 
 
@@ -273,3 +273,43 @@ def test_an_agentv_script_grader_passes_at_the_threshold_the_file_sets(
     case = TestCase(id="a", input="q")
     result = asyncio.run(launch_grader(spec, case, "answer", ctx)).result
     assert (result.score, result.status, result.threshold) == (0.75, status, threshold or 0.8)
+
+
+def test_a_promptfoo_csv_reference_gives_one_test_per_row(tmp_path: Path) -> None:
+    (tmp_path / "rows.csv").write_text(
+        "id,vars.input,__expected,__expected2,__metric,__threshold,__metadata:tags[],__description,lang\n"
+        'greet,Say hi,"icontains-any:hello, hi",not-contains:bye,greeting,0.6,"a,b",Greets,en\n'
+        ",Count,starts-with:1,grade:Counts up,,,,,\n"
+    )
+    path = write(
+        tmp_path / "suite.yaml",
+        "providers: [mock]\nprompts: ['{{ input }}']\ntests: [file://rows.csv]\n",
+    )
+    greet, second = load_eval(path).tests
+    assert (greet.id, second.id) == ("greet", "row-2")
+    assert greet.input_messages[0].text() == "Say hi"
+    assert [(g.type, g.name, g.value, g.negate, g.threshold) for g in greet.graders] == [
+        ("icontains-any", "greeting-1", ["hello", "hi"], False, 0.6),
+        ("contains", "greeting-2", "bye", True, 0.6),
+    ]
+    assert greet.criteria == "Greets"
+    assert greet.metadata["tags"] == ["a", "b"] and greet.metadata["vars"] == {"lang": "en"}
+    starts, rubric = second.graders
+    assert (starts.type, starts.threshold) == ("starts-with", 0.75)
+    assert (rubric.type, rubric.config["rubric"]) == ("llm-rubric", ["Counts up"])
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        ("javascript:output.length > 3", "code assertions in a CSV cell are not run"),
+        ("latency(100):", "__expected latency: not one of"),
+    ],
+)
+def test_a_csv_cell_evalrun_cannot_run_is_refused(tmp_path: Path, cell: str, message: str) -> None:
+    (tmp_path / "rows.csv").write_text(f'id,input,__expected\na,q,"{cell}"\n')
+    path = write(tmp_path / "suite.yaml", "name: csv\ntests: [file://rows.csv]\n")
+    with pytest.raises(
+        EvalFileError, match=rf"suite.yaml:2: tests\[0\]: tests file rows.csv: .*{message}"
+    ):
+        load_eval(path)

@@ -1,6 +1,6 @@
 """The parts of an AgentV eval file that live in other files, read into it before anything else
 maps it (docs/eval-files.md, "AgentV files"): ``file://`` entries of ``tests`` (a file or a
-glob), ``tests`` naming a folder of ``*/case.yaml`` or a tests file written in AgentV's current
+glob; a ``.csv`` one in promptfoo's columns, ``agentv_csv.py``), ``tests`` naming a folder of ``*/case.yaml`` or a tests file written in AgentV's current
 format, ``default_test: file://...``, and ``scenarios`` (inline or ``file://`` globs), crossed
 into tests as AgentV lowers them. What is read in becomes inline tests of the eval file, so the
 current-format mapping, the suite's graders and its ``default_test`` apply to them as AgentV
@@ -9,12 +9,14 @@ applies its suite context to raw cases; their errors name the line of the key th
 
 from __future__ import annotations
 
+import csv
 import glob
 import json
 from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UserError
+from evalrun.spec.agentv_csv import CsvProblem, csv_cases
 from evalrun.spec.agentv_extras import AGENTV_SUITE_KEYS
 from evalrun.yamlsource import LineMap, SourceError, iter_jsonl, load_yaml_with_lines
 
@@ -112,6 +114,8 @@ def _inline_source(ref: str, folder: Path, *, suite_context: bool) -> list[Any] 
         return None
     if is_dir:
         return _folder_cases(path, ("tests",))
+    if path.suffix == ".csv" and ref.startswith(FILE) and is_file:
+        return _file_cases(path, ("tests",))  # AgentV's columns; evalrun's own has no file://
     if path.suffix not in _CASE_SUFFIXES or not is_file:
         return None
     cases = _cases(name, folder, ("tests",))
@@ -140,12 +144,16 @@ def _cases(pattern: str, folder: Path, at: tuple[Any, ...]) -> list[Any]:
 def _file_cases(path: Path, at: tuple[Any, ...]) -> list[Any]:
     if not path.is_file():
         raise SourceProblem(at, f"tests file not found: {path}")
+    if path.suffix == ".csv":
+        try:
+            return csv_cases(path)
+        except (CsvProblem, OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise SourceProblem(at, f"tests file {path.name}: {exc}") from None
     if path.suffix not in _CASE_SUFFIXES:
         raise SourceProblem(
             at,
             f"tests file {path.name}: evalrun reads AgentV's tests from "
-            f"{', '.join(_CASE_SUFFIXES)} files (a .csv file takes 'tests: {{from: ...}}', "
-            "docs/datasets.md)",
+            f"{', '.join((*_CASE_SUFFIXES, '.csv'))} files",
         )
     try:
         if path.suffix == ".jsonl":

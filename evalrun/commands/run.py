@@ -15,9 +15,9 @@ from evalrun.commands.failing import fail
 from evalrun.commands.options import TARGETS_FOR_EVAL
 from evalrun.errors import ExitCode
 from evalrun.projectconfig import ProjectDefaults
-from evalrun.reporters.formats import DEFAULT_FORMATS
 from evalrun.results.models import CaseResult
 from evalrun.results.stats import RUN_SEED
+from evalrun.runner.options import DEFAULT_REPORT_FORMATS
 from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
 from evalrun.session import (
@@ -182,7 +182,7 @@ def run(
         help="Bootstrap seed of the mean score's interval (recorded in summary.json).",
     ),
     format_: list[str] = typer.Option(
-        list(DEFAULT_FORMATS),
+        list(DEFAULT_REPORT_FORMATS),
         "--format",
         metavar="FMT",
         help="Reports written into the bundle: md, html, junit, json or agentv (AgentV's result "

@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalrun.errors import ConfigError, EvalrunError, ExitCode, UserError
 from evalrun.launcher import bytecode
@@ -21,7 +21,7 @@ from evalrun.launcher.sandbox import LEVELS as SANDBOX_LEVELS
 from evalrun.results.bundle import BundleError, BundleWriter
 from evalrun.results.scan import ResultScan
 from evalrun.results.stats import RUN_SEED
-from evalrun.runner.options import RunOptions
+from evalrun.runner.options import DEFAULT_REPORT_FORMATS, RunOptions
 from evalrun.runner.preflight import PreflightError
 from evalrun.runner.selection import parse_shard, select_cases
 from evalrun.safetext import printable
@@ -85,6 +85,18 @@ class RunSettings(BaseModel):
     otel: bool = False
     #: bootstrap seed of the score interval (docs/config.md "Randomness")
     seed: int = RUN_SEED
+    #: the reports written into the bundle (docs/reports.md); ``agentv`` is AgentV's layout
+    format: list[str] = Field(default_factory=lambda: list(DEFAULT_REPORT_FORMATS))
+
+    @field_validator("format")
+    @classmethod
+    def _known_formats(cls, value: list[str]) -> list[str]:
+        try:
+            from evalrun.reporters.formats import check_formats
+        except ImportError:  # the reports stage says so itself when the run ends
+            return list(dict.fromkeys(value))
+        check_formats(value)  # its ValueError names the formats there are
+        return list(dict.fromkeys(value))
 
     @classmethod
     def checked(cls, **options: object) -> RunSettings:
@@ -204,6 +216,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             ray_address=settings.ray_address,
             otel=settings.otel,
             seed=settings.seed,
+            report_formats=tuple(settings.format),
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

@@ -43,13 +43,19 @@ def build_request(inp: GraderInput, item: str, answer: str) -> dict[str, Any]:
     request: dict[str, Any] = {
         "question": "\n\n".join(parts),
         "systemPrompt": SYSTEM_PROMPT,
-        "temperature": 0,
+        "temperature": _temperature(inp.config.get("temperature")),
         "task": {"kind": "rubric", "item": item, "answer": answer},
     }
     provider = inp.config.get("provider")
     if isinstance(provider, str) and provider:
         request["target"] = provider
     return request
+
+
+def _temperature(value: Any) -> float:
+    """The judge's temperature: 0 unless the grader's ``config.temperature`` says otherwise."""
+    number = _number(value)
+    return number if number is not None and 0 <= number <= 2 else 0.0
 
 
 def _number(value: Any) -> float | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from evalrun.launcher.deterministic import CHECKS
+from evalrun.launcher.deterministic import CHECKS, EXPECTED_CHECKS
 from evalrun.launcher.launch import grader_argv
 from evalrun.spec.kinds import ALIASES, KINDS, types
 from evalrun.spec.models import GraderSpec
@@ -39,7 +39,7 @@ def _spec(type_: str, **extra: object) -> GraderSpec:
 
 
 def test_every_check_kind_has_a_check_and_every_check_a_kind() -> None:
-    assert sorted(CHECKS) == sorted(types("check"))
+    assert sorted([*CHECKS, *EXPECTED_CHECKS]) == sorted(types("check"))
 
 
 def test_every_builtin_is_a_module_of_the_graders_package() -> None:

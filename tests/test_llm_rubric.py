@@ -87,3 +87,13 @@ def test_nothing_to_grade_abstains() -> None:
         evaluate(payload(), ScriptedJudge())
     with pytest.raises(Abstain, match="no answer"):
         evaluate(payload(output=None, config={"rubric": ["A"]}), ScriptedJudge())
+
+
+@pytest.mark.parametrize(("config", "temperature"), [({}, 0), ({"temperature": 0.4}, 0.4)])
+def test_the_judge_call_takes_the_graders_temperature(
+    config: dict[str, Any], temperature: float
+) -> None:
+    """AgentV's ``temperature`` on an llm-rubric (docs/eval-files.md, "AgentV files")."""
+    judge = ScriptedJudge('{"pass": true, "score": 1, "reason": "ok"}')
+    evaluate(payload(config={"rubric": ["Gives a number"], **config}), judge)
+    assert [r["temperature"] for r in judge.requests] == [temperature]

@@ -17,6 +17,7 @@ from evalrun.errors import ExitCode
 from evalrun.projectconfig import ProjectDefaults
 from evalrun.results.models import CaseResult
 from evalrun.results.stats import RUN_SEED
+from evalrun.runner.options import DEFAULT_REPORT_FORMATS
 from evalrun.runner.preflight import check_eval
 from evalrun.safetext import printable
 from evalrun.session import (
@@ -180,6 +181,13 @@ def run(
         metavar="N",
         help="Bootstrap seed of the mean score's interval (recorded in summary.json).",
     ),
+    format_: list[str] = typer.Option(
+        list(DEFAULT_REPORT_FORMATS),
+        "--format",
+        metavar="FMT",
+        help="Reports written into the bundle: md, html, junit, json or agentv (AgentV's result "
+        "layout); repeatable (default md+html+junit).",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -215,6 +223,7 @@ def run(
         ray_address=ray_address,
         otel=otel,
         seed=seed,
+        format=format_,
     )
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))

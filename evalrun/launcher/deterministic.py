@@ -9,8 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrun.launcher.field_accuracy import score_fields
 from evalrun.results.models import GraderOutcome
-from evalrun.spec.models import GraderSpec
+from evalrun.spec.models import GraderSpec, Message
 from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
@@ -19,9 +20,13 @@ from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajec
 
 
 def run_deterministic(
-    spec: GraderSpec, output: str | None, transcript: Transcript | None = None
+    spec: GraderSpec,
+    output: str | None,
+    transcript: Transcript | None = None,
+    expected: list[Message] | None = None,
 ) -> GraderOutcome:
-    """``transcript``: what the agent did, for the checks that read it (docs/agents.md)."""
+    """``transcript``: what the agent did, for the checks that read it (docs/agents.md);
+    ``expected``: the test's expected answer, for the checks that compare with it."""
     result = GraderOutcome(
         name=spec.name or spec.type, status="error", weight=spec.weight, threshold=spec.threshold
     )
@@ -31,8 +36,12 @@ def run_deterministic(
     if output is None:
         result.status, result.reason = "unscored", "there is no output to check"
         return result
+    outcome: tuple[bool, str] | Scored
     try:
-        outcome = _check(spec, output, transcript)
+        if spec.type in EXPECTED_CHECKS:
+            outcome = EXPECTED_CHECKS[spec.type](spec, output, expected or [])
+        else:
+            outcome = _check(spec, output, transcript)
     except ValueError as exc:
         result.reason = str(exc)
         return result
@@ -79,8 +88,13 @@ def _values(spec: GraderSpec) -> list[str]:
 #: passes or fails, or gives a ``Scored`` verdict
 Check = Callable[[GraderSpec, str, Transcript | None], tuple[bool, str] | Scored]
 
-#: type -> its check: the ``check`` kinds of ``evalrun/spec/kinds.py`` (a test keeps them equal).
+#: a check that compares the output with the test's expected answer (its messages)
+ExpectedCheck = Callable[[GraderSpec, str, list[Message]], Scored]
+
+#: type -> its check: the ``check`` kinds of ``evalrun/spec/kinds.py`` (a test keeps them equal
+#: to the keys of both tables together).
 CHECKS: dict[str, Check] = {}
+EXPECTED_CHECKS: dict[str, ExpectedCheck] = {}
 
 
 def deterministic_check(*types: str) -> Callable[[Check], Check]:
@@ -253,3 +267,17 @@ def _trajectory_assertion(spec: GraderSpec, output: str, transcript: Transcript 
     verdict = assertion(value, tool_steps(transcript), inverse=spec.negate)
     score = 1.0 if verdict.passed else 0.0
     return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])
+
+
+def _field_accuracy(spec: GraderSpec, output: str, expected: list[Message]) -> Scored:
+    """AgentV's field-accuracy: the output's JSON fields against the last expected assistant
+    message's content (docs/eval-files.md, "field-accuracy"). ``negate`` scores 1 minus it."""
+    answers = [m.content for m in expected if m.role == "assistant" and m.content]
+    score, reason, checks = score_fields(spec.config, output, answers[-1] if answers else None)
+    if spec.negate:
+        checks = [{"text": f"not ({c['text']})", "pass": not c["pass"]} for c in checks]
+        return Scored(1 - score, f"not ({reason})", checks)
+    return Scored(score, reason, checks)
+
+
+EXPECTED_CHECKS["field-accuracy"] = _field_accuracy

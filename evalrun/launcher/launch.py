@@ -17,10 +17,11 @@ from evalrun.launcher.environment import grader_environment, own_python, proxy_v
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
 from evalrun.launcher.payload import Wire, payload_for
 from evalrun.launcher.process import ProcessOutcome, run_process
-from evalrun.launcher.protocol import AGENTV_THRESHOLD, as_agentv_failure, interpret
+from evalrun.launcher.protocol import as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
 from evalrun.results.models import GraderOutcome, ProxyUsage
+from evalrun.spec.agentv_options import AGENTV_THRESHOLD
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.transcripts import Transcript
 
@@ -74,7 +75,7 @@ async def launch_grader(
     """Grade ``output`` with one grader: in-process for a check, else a child process (or a
     stream-mode worker) with its own proxy grant (the SDK's ``run_grader`` is the other end)."""
     if spec.kind.in_process:
-        return GraderRun(run_deterministic(spec, output, transcript))
+        return GraderRun(run_deterministic(spec, output, transcript, case.expected_messages))
     access = spec.access
     payload = payload_for(grader_wire(spec, ctx), case, spec, output, attempt, transcript)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
@@ -95,7 +96,9 @@ async def launch_grader(
         if grant is not None and proxy is not None:
             proxy.revoke(grant)
     agentv = ctx.agentv_rules and spec.kind.runs == "command"
-    threshold = AGENTV_THRESHOLD if agentv else spec.threshold
+    # AgentV's pass mark unless the file set one (docs/grader-protocol.md, "AgentV files")
+    own = "threshold" in spec.model_fields_set
+    threshold = AGENTV_THRESHOLD if agentv and not own else spec.threshold
     result = interpret(
         outcome, name=spec.name or spec.type, threshold=threshold, weight=spec.weight
     )

@@ -9,6 +9,9 @@ from evalrun.launcher.sandbox import Requested
 from evalrun.results.stats import RUN_SEED
 from evalrun.targets import StoreOptions
 
+#: the reports a run writes unless told (``--format``; docs/reports.md)
+DEFAULT_REPORT_FORMATS = ("md", "html", "junit")
+
 
 @dataclass
 class RunOptions:
@@ -30,7 +33,7 @@ class RunOptions:
     limit: int | None = None
     stores: StoreOptions = field(default_factory=StoreOptions)
     quiet: bool = False
-    report_formats: tuple[str, ...] = ("md", "html", "junit")
+    report_formats: tuple[str, ...] = DEFAULT_REPORT_FORMATS
     sandbox: Requested = "auto"
     #: ``local`` (this process) or ``ray`` (docs/distributed.md)
     executor: str = "local"

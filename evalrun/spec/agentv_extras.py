@@ -119,7 +119,7 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
             normalize_test(case, ("tests", i), lines, folder, agentv=agentv)
             if suite_input is not None and isinstance(case, dict) and not skips[i]:
                 _prepend_input(case, suite_input)
-            if agentv and not data.get("graders"):
+            if not data.get("graders"):
                 _judge_criteria(case)
     elif suite_input is not None:
         data["input"] = suite_input  # a tests file: validation names the key it cannot place

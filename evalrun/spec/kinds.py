@@ -77,6 +77,7 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("trajectory:tool-used", "check"),
         GraderKind("trajectory:tool-sequence", "check"),
         GraderKind("trajectory:tool-args-match", "check"),
+        GraderKind("field-accuracy", "check"),
         _builtin("task-completion"),
         GraderKind(
             "assert-set",
@@ -99,6 +100,7 @@ CONFIG_OPTIONS = (
     "trajectory:tool-used",
     "trajectory:tool-sequence",
     "trajectory:tool-args-match",
+    "field-accuracy",
 )
 
 

@@ -23,6 +23,8 @@ from evalrun.spec.agentv_extras import (
     normalize_suite,
     normalize_test,
 )
+from evalrun.spec.agentv_options import apply_threshold, resolve_graders, take_suite_options
+from evalrun.spec.agentv_sources import SourceProblem, read_sources
 from evalrun.spec.datasets import (
     HF,
     CsvRows,
@@ -115,9 +117,14 @@ def load_eval(path: Path) -> LoadedEval:
     data, lines = parsed.data, parsed.lines
     if not isinstance(data, dict):
         raise EvalFileError(f"{path}:1: expected a mapping with a 'tests:' key")
+    try:
+        data = read_sources(data, lines, path.parent)
+    except SourceProblem as exc:
+        raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     data, unset = interpolate_env(data, os.environ)
     if unset:
         raise EvalFileError(_located(path, unset, lines))
+    options = take_suite_options(data, lines)
     agentv = is_current_format(data)
     if agentv:
         try:
@@ -128,13 +135,16 @@ def load_eval(path: Path) -> LoadedEval:
     data = normalize_eval(data, lines, notes)
     agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
     try:
+        resolve_graders(data, lines, path.parent, options.notes)
         data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
+    apply_threshold(data, options.threshold)
     try:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
+    warnings = [*_located_list(path, options.notes, lines), *warnings]
     loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
     loaded.agentv = agentv
     return loaded

@@ -63,6 +63,7 @@ _ASSERTIONS = {
     "items": {"anyOf": [{"type": "string"}, {"$ref": "#/$defs/GraderSpec"}, _OPEN_GRADER]},
 }
 _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
+_FILE_REF = {"type": "string", "pattern": "^file://"}
 
 
 def eval_json_schema() -> dict[str, Any]:
@@ -99,20 +100,48 @@ def eval_json_schema() -> dict[str, Any]:
             "defaults": {
                 "type": "object",
                 "additionalProperties": False,
-                "properties": {"provider": {"type": "string"}, "grader": {"type": "string"}},
+                "properties": {
+                    "provider": {"type": "string"},
+                    "grader": {"type": "string"},
+                    "system_message": {"type": "string", "description": "AgentV ignores it"},
+                },
             },
+            # AgentV's run options (agentv_options.py) and file references (agentv_sources.py)
+            "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+            "preprocessors": {"type": "array", "description": "AgentV: ignored, with a warning"},
+            "input_files": {"type": "array", "items": {"type": "string"}},
+            "scenarios": {"type": "array", "items": {"anyOf": [_FILE_REF, _ANY_OBJECT]}},
         }
     )
+    props["default_test"]["properties"].update(
+        {"options": _ANY_OBJECT, "threshold": {"type": "number", "minimum": 0, "maximum": 1}}
+    )
+    props["default_test"] = {"anyOf": [props["default_test"], _FILE_REF]}
+    props["target"] = {
+        "anyOf": [
+            props["target"],
+            {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        ]
+    }
+    props["tags"] = {"anyOf": [props["tags"], _ANY_OBJECT]}
+    _tests_take_file_refs(props["tests"])
     for key in ("graders", "assertions", "evaluators"):
         props[key]["items"] = _ASSERTIONS["items"]
     schema.pop("required", None)
-    schema["anyOf"] = [{"required": [key]} for key in ("tests", "eval_cases", "evalcases")]
+    schema["anyOf"] = [{"required": [k]} for k in ("tests", "eval_cases", "evalcases", "scenarios")]
     return published(
         schema,
         EVAL_SCHEMA_ID,
         "evalrun eval file",
         "An evalrun eval file; AgentV 4.x and AgentV's current spellings are accepted too.",
     )
+
+
+def _tests_take_file_refs(tests: dict[str, Any]) -> None:
+    """A list of tests may hold ``file://`` references to tests files among its tests."""
+    for form in tests.get("anyOf", tests.get("oneOf", [])):
+        if form.get("type") == "array":
+            form["items"] = {"anyOf": [form["items"], _FILE_REF]}
 
 
 def _widen_test(test: dict[str, Any]) -> None:
@@ -161,14 +190,19 @@ def _widen_grader(grader: dict[str, Any]) -> None:
             "required": {"anyOf": [{"type": "boolean"}, {"type": "number"}]},
             "timeout_ms": {"type": "number", "exclusiveMinimum": 0},
             "criteria": {"anyOf": [{"type": "string"}, {"type": "array"}]},
-            "prompt": {"type": "string"},
+            "prompt": {"anyOf": [{"type": "string"}, _ANY_OBJECT]},
             "flags": {"type": "string"},
+            "id": {"type": "string"},
+            "temperature": {"type": "number", "minimum": 0},
+            "max_steps": {"type": "integer", "minimum": 0},
             "assert": {"$ref": "#/$defs/GraderSpec/properties/graders"},
             "assertions": {"$ref": "#/$defs/GraderSpec/properties/graders"},
             "aggregator": {},
         }
     )
     grader["properties"]["value"] = {}
+    target = grader["properties"]["target"]  # AgentV: an llm-rubric's own judge, by name
+    target["anyOf"] = [*target["anyOf"], {"type": "string"}]
 
 
 def published(schema: dict[str, Any], schema_id: str, title: str, what: str) -> dict[str, Any]:

@@ -49,7 +49,7 @@ def test_list_checks_score_as_agentv_defines_them(
 @pytest.mark.parametrize(
     ("type_", "config"),
     [
-        ("tool-trajectory", {}),
+        ("tool-trajectory", {"expected": []}),
         ("trajectory:tool-used", {"value": "search"}),
         ("execution-metrics", {"max_tool_calls": 1}),
         ("skill-trigger", {"skill": "deploy"}),

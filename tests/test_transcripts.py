@@ -4,10 +4,12 @@ a transcript from a scripted CLI agent to a grader and into results.jsonl (docs/
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -342,29 +344,91 @@ def test_tool_trajectory_without_a_transcript_is_an_error(tmp_path: Path) -> Non
     assert "needs the agent's transcript" in graders["exactly"]["reason"]
 
 
-def test_tool_trajectory_check_refuses_a_config_it_cannot_read() -> None:
+def test_tool_trajectory_config_is_refused_when_the_file_loads() -> None:
+    """A config the check could not read is a validation error naming the key, not an error
+    in every case at run time (docs/agents.md, "The tool-trajectory grader")."""
+    from pydantic import ValidationError
+
     from evalrun.launcher.deterministic import run_deterministic
     from evalrun.spec.models import GraderSpec
 
-    t = recorded("jsonl")
     for config, message in [
         ({"mode": "strict", "expected": []}, "tool-trajectory: mode must be one of"),
-        ({"args": "superset", "expected": []}, "tool-trajectory: mode must be one of"),
-        (
-            {"expected": [{"args": {}}]},
-            "tool-trajectory: config.expected must be a list of {tool, args?}",
-        ),
+        ({"args": "partial", "expected": []}, "tool-trajectory: args must be one of"),
+        ({"args": "subset", "args_match": "subset", "expected": []}, "give args or args_match"),
+        ({"args_match": "partial", "expected": []}, "args_match must be one of"),
+        ({"args_match": [], "expected": []}, "or a list of field names"),
+        ({"expected": [{"args": {}}]}, "expected[0] must be {tool, args?}"),
+        ({"expected": [{"tool": "a", "arg": {}}]}, "expected[0]: unknown key 'arg'"),
+        ({"expected": [{"tool": "a", "max_duration_ms": -1}]}, "max_duration_ms must be"),
         ({}, "tool-trajectory: config.expected must be a list of {tool, args?}"),
+        ({"expected": [], "order": "any"}, "tool-trajectory: unknown option 'order'"),
+        ({"mode": "exact", "minimums": {"a": 1}}, "minimums go with mode any-order"),
+        ({"mode": "any_order", "minimums": {"a": "1"}}, "minimums must map tool names"),
     ]:
-        spec = GraderSpec.model_validate({"type": "tool-trajectory", "config": config})
-        result = run_deterministic(spec, t.answer, t)
-        assert result.status == "error" and result.reason.startswith(message), result
+        with pytest.raises(ValidationError, match=re.escape(message)):
+            GraderSpec.model_validate({"type": "tool-trajectory", "config": config})
+    t = recorded("jsonl")
     spec = GraderSpec.model_validate(
         {"type": "tool-trajectory", "config": {"mode": "any-order", "expected": [{"tool": "run"}]}}
     )
     result = run_deterministic(spec, t.answer, t)
     assert result.status == "failed"
     assert result.reason.startswith("any-order: missing run; unexpected read_file(")
+
+
+def test_tool_trajectory_reads_agentv_spellings() -> None:
+    """AgentV's args_match names the rule from the actual call's side (its superset is our
+    subset), ``args: any`` ignores one call's arguments, ``max_duration_ms`` bounds a call's
+    duration, and ``minimums`` scores the share of tools called often enough."""
+    from evalrun.launcher.deterministic import run_deterministic
+    from evalrun.spec.models import GraderSpec
+
+    t = recorded("jsonl")
+    first = max(t.tool_calls, key=lambda c: len(c.arguments))  # edit_file: three arguments
+    assert isinstance(first.arguments, dict) and len(first.arguments) > 1
+
+    def run(config: dict[str, Any]) -> Any:
+        spec = GraderSpec.model_validate({"type": "tool-trajectory", "config": config})
+        return run_deterministic(spec, t.answer, t)
+
+    one_key = dict(list(first.arguments.items())[:1])
+    wider = {**first.arguments, "extra": 1}
+    item = {"tool": first.name}
+    assert run(
+        {"mode": "in_order", "args_match": "superset", "expected": [{**item, "args": one_key}]}
+    ).passed
+    assert not run(
+        {"mode": "in_order", "args_match": "subset", "expected": [{**item, "args": one_key}]}
+    ).passed
+    assert run(
+        {"mode": "in_order", "args_match": "subset", "expected": [{**item, "args": wider}]}
+    ).passed
+    assert run(
+        {"mode": "in_order", "args": "superset", "expected": [{**item, "args": wider}]}
+    ).passed
+    assert run({"mode": "in_order", "expected": [{**item, "args": "any"}]}).passed
+    key = next(iter(first.arguments))
+    other = {key: first.arguments[key], "extra": "not compared"}
+    assert run(
+        {"mode": "in_order", "args_match": [key], "expected": [{**item, "args": other}]}
+    ).passed
+    assert not run(
+        {"mode": "in_order", "args_match": ["extra"], "expected": [{**item, "args": other}]}
+    ).passed
+    per_item = {**item, "args": one_key, "args_match": "superset"}
+    assert run({"mode": "in_order", "args": "exact", "expected": [per_item]}).passed
+    assert not run({"mode": "in_order", "expected": [{**item, "args": one_key}]}).passed
+    if first.duration_ms is not None:
+        fast = {**item, "args": "any", "max_duration_ms": first.duration_ms}
+        slow = {**item, "args": "any", "max_duration_ms": first.duration_ms / 2}
+        assert run({"mode": "in_order", "expected": [fast]}).passed
+        assert not run({"mode": "in_order", "expected": [slow]}).passed
+    names = [c.name for c in t.tool_calls]
+    scored = run({"mode": "any_order", "minimums": {names[0]: 1, "never_called": 1}})
+    assert scored.score == 0.5 and scored.passed
+    assert [c["pass"] for c in scored.checks] == [True, False]
+    assert run({"mode": "any_order", "minimums": {names[0]: 1 + names.count(names[0])}}).score == 0
 
 
 def test_trajectory_modes_by_hand() -> None:

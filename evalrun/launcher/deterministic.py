@@ -15,7 +15,8 @@ from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
 from evalrun.transcripts.tool_assertions import ASSERTIONS, tool_steps
-from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
+from evalrun.transcripts.trajectory import Call, check_minimums, match_trajectory
+from evalrun.transcripts.trajectory_config import read_trajectory_config
 
 
 def run_deterministic(
@@ -177,30 +178,19 @@ def _json_schema(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[b
 @deterministic_check("tool-trajectory")
 def _tool_trajectory(
     spec: GraderSpec, output: str, transcript: Transcript | None
-) -> tuple[bool, str]:
-    """The agent's tool calls against ``config.expected`` (docs/agents.md, "Tool trajectories")."""
-    config = spec.config
+) -> tuple[bool, str] | Scored:
+    """The agent's tool calls against ``config.expected``, or AgentV's ``minimums``
+    (docs/agents.md, "The tool-trajectory grader")."""
     transcript = _needs_transcript(spec, transcript)
-    # AgentV spells the modes with underscores (any_order); evalrun with hyphens
-    mode = str(config.get("mode", "exact")).replace("_", "-")
-    args = str(config.get("args", "exact")).replace("_", "-")
-    if mode not in MODES or args not in ARGS_MODES:
-        raise ValueError(
-            f"tool-trajectory: mode must be one of {', '.join(MODES)} and args one of "
-            f"{', '.join(ARGS_MODES)} (got {mode!r}, {args!r})"
-        )
-    expected = config.get("expected")
-    if not isinstance(expected, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("tool"), str) for c in expected
-    ):
-        raise ValueError("tool-trajectory: config.expected must be a list of {tool, args?}")
-    verdict = match_trajectory(
-        [Call(c["tool"], c.get("args")) for c in expected],
-        [Call(c.name, c.arguments) for c in transcript.tool_calls],
-        mode,
-        args,
-    )
-    return verdict.passed, verdict.reason
+    config = read_trajectory_config(spec.config)  # checked when the file loaded too
+    if config.minimums:
+        verdict = check_minimums(config.minimums, transcript.tool_calls)
+        if spec.negate:
+            return Scored(1 - verdict.score, f"not ({verdict.reason})", verdict.checks)
+        return Scored(verdict.score, verdict.reason, verdict.checks)
+    actual = [Call(c.name, c.arguments, duration_ms=c.duration_ms) for c in transcript.tool_calls]
+    result = match_trajectory(config.expected, actual, config.mode, config.args)
+    return result.passed, result.reason
 
 
 def _needs_transcript(spec: GraderSpec, transcript: Transcript | None) -> Transcript:

@@ -9,13 +9,16 @@ from typing import Any
 from evalrun.transcripts.metrics import read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger
 from evalrun.transcripts.tool_assertions import ASSERTIONS
+from evalrun.transcripts.trajectory_config import read_trajectory_config
 
 
 def option_problem(type_: str, value: Any, config: dict[str, Any], negate: bool) -> str | None:
     """Why a check of ``type_`` cannot read these options, or None (also for other types)."""
     given = value if value is not None else config.get("value")
     try:
-        if type_ == "execution-metrics":
+        if type_ == "tool-trajectory":
+            read_trajectory_config(config)
+        elif type_ == "execution-metrics":
             read_limits(config)
         elif type_ == "skill-used":
             judge_skills(read_expectation(given), [], forbidden=negate)

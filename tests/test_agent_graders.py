@@ -132,6 +132,27 @@ def test_metrics_config_it_cannot_read_is_refused(config: dict[str, Any], messag
     refused({"type": "execution-metrics", "config": config}, message)
 
 
+def test_agentv_trajectory_assertions_without_a_transcript_score_zero() -> None:
+    """AgentV scores a trajectory assertion 0 when the run left no trace; an AgentV file's
+    trajectory graders do the same (``no_transcript: fail``, set by the loader), evalrun's own
+    are errors."""
+    for negate in (False, True):
+        grader = {
+            "type": "trajectory:step-count",
+            "negate": negate,
+            "config": {"value": {"max": 3}},
+        }
+        assert grade(grader, None).status == "error"
+        grader["config"]["no_transcript"] = "fail"
+        result = grade(grader, None)
+        assert (result.status, result.score) == ("failed", 0.0), result.reason
+        assert "no trace data for trajectory:step-count" in result.reason
+    with pytest.raises(ValidationError, match="tool-used: no_transcript must be error or fail"):
+        GraderSpec.model_validate(
+            {"type": "trajectory:tool-used", "config": {"value": "a", "no_transcript": "pass"}}
+        )
+
+
 def test_agent_checks_without_a_transcript_are_errors() -> None:
     for grader in (
         {"type": "execution-metrics", "config": {"max_tool_calls": 1}},
@@ -416,6 +437,20 @@ TOOL_RUN = run_of(
         ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, False, False),
         ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, True, True),
         ("trajectory:tool-args-match", {"name": "flag", "args": {"on": 1}}, False, False),  # true is not 1
+        # the run's steps: 2 messages (the calls' step, the answer) and final_response, 4 tools,
+        # 1 command, no tool results (spans)
+        ("trajectory:step-count", {"type": "tool", "min": 4, "max": 4}, False, True),
+        ("trajectory:step-count", {"type": "tool", "max": 3}, False, False),
+        ("trajectory:step-count", {"type": "tool", "max": 3}, True, True),
+        ("trajectory:step-count", {"type": "command", "min": 1, "max": 1}, False, True),
+        ("trajectory:step-count", {"type": "command", "pattern": "ls*", "min": 1}, False, True),
+        ("trajectory:step-count", {"type": ["tool", "command"], "min": 5, "max": 5}, False, True),
+        ("trajectory:step-count", {"pattern": "knowledge*", "min": 2, "max": 2}, False, True),
+        ("trajectory:step-count", {"type": "message", "min": 3, "max": 3}, False, True),
+        ("trajectory:step-count", {"name": "final_response", "max": 0}, False, False),
+        ("trajectory:step-count", {"type": "span", "max": 0}, False, True),
+        ("trajectory:step-count", {"max": 8}, False, True),
+        ("trajectory:step-count", {"max": 7}, False, False),
     ],
 )  # fmt: skip
 def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: bool) -> None:
@@ -433,6 +468,10 @@ def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: boo
         ("trajectory:tool-sequence", [{"min": 1}], "trajectory:tool-sequence: step 1 must be"),
         ("trajectory:tool-args-match", {"name": "a"}, "trajectory:tool-args-match: value needs args"),
         ("trajectory:tool-args-match", {"name": "a", "args": {}, "mode": "fuzzy"}, "trajectory:tool-args-match: mode must be"),
+        ("trajectory:step-count", "tool", "trajectory:step-count: value must be"),
+        ("trajectory:step-count", {"type": "tool"}, "trajectory:step-count: give min or max"),
+        ("trajectory:step-count", {"type": "robot", "min": 1}, "trajectory:step-count: type must be one of"),
+        ("trajectory:step-count", {"max": -1}, "trajectory:step-count: max must be a number >= 0"),
     ],
 )  # fmt: skip
 def test_trajectory_assertion_config_it_cannot_read(type_: str, value: Any, message: str) -> None:

@@ -14,7 +14,7 @@ from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
-from evalrun.transcripts.tool_assertions import ASSERTIONS, tool_steps
+from evalrun.transcripts.tool_assertions import ASSERTIONS, trajectory_steps
 from evalrun.transcripts.trajectory import Call, check_minimums, match_trajectory
 from evalrun.transcripts.trajectory_config import read_trajectory_config
 
@@ -236,10 +236,14 @@ def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) ->
 @deterministic_check(*ASSERTIONS)
 def _trajectory_assertion(spec: GraderSpec, output: str, transcript: Transcript | None) -> Scored:
     """AgentV's ``trajectory:`` assertions on the tool calls; ``negate`` is AgentV's
-    ``inverse`` (docs/agents.md, "AgentV's trajectory assertions")."""
+    ``inverse`` (docs/agents.md, "AgentV's trajectory assertions"). Without a transcript, an
+    AgentV file's assertion (``no_transcript: fail``) scores 0 as AgentV does."""
+    if transcript is None and spec.config.get("no_transcript") == "fail":
+        reason = f"no trace data for {spec.type}: the case has no transcript (scored 0)"
+        return Scored(0.0, reason, [{"text": reason, "pass": False}])
     transcript = _needs_transcript(spec, transcript)
     value = spec.value if spec.value is not None else spec.config.get("value")
     assertion = ASSERTIONS[spec.type]
-    verdict = assertion(value, tool_steps(transcript), inverse=spec.negate)
+    verdict = assertion(value, trajectory_steps(transcript), inverse=spec.negate)
     score = 1.0 if verdict.passed else 0.0
     return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])

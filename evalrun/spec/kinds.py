@@ -77,7 +77,10 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("trajectory:tool-used", "check"),
         GraderKind("trajectory:tool-sequence", "check"),
         GraderKind("trajectory:tool-args-match", "check"),
+        GraderKind("trajectory:step-count", "check"),
         _builtin("task-completion"),
+        # AgentV's goal judge: task-completion with the goal as its done-criteria
+        GraderKind("trajectory:goal-success", "builtin", module="graders.task_completion"),
         GraderKind(
             "assert-set",
             "unsupported",
@@ -99,6 +102,8 @@ CONFIG_OPTIONS = (
     "trajectory:tool-used",
     "trajectory:tool-sequence",
     "trajectory:tool-args-match",
+    "trajectory:step-count",
+    "trajectory:goal-success",
 )
 
 

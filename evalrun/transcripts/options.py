@@ -26,6 +26,25 @@ def option_problem(type_: str, value: Any, config: dict[str, Any], negate: bool)
             read_trigger(config, negate)
         elif type_ in ASSERTIONS:
             ASSERTIONS[type_](given, [], inverse=negate)
+        elif type_ == "trajectory:goal-success":
+            read_goal(given, negate)
+        if type_.startswith("trajectory:") and config.get("no_transcript", "error") not in (
+            "error",
+            "fail",
+        ):
+            raise ValueError(f"{type_}: no_transcript must be error or fail")
     except ValueError as exc:
         return str(exc)
     return None
+
+
+def read_goal(value: Any, negate: bool) -> str:
+    """``trajectory:goal-success``'s goal: a text, or ``{goal: text}`` (as AgentV takes it)."""
+    if negate:
+        raise ValueError(
+            "not-trajectory:goal-success is not supported: evalrun's judge graders do not negate"
+        )
+    goal = value.get("goal") if isinstance(value, dict) else value
+    if not isinstance(goal, str) or not goal.strip():
+        raise ValueError("trajectory:goal-success: value must be the goal, or {goal: text}")
+    return goal.strip()

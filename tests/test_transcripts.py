@@ -19,7 +19,15 @@ from evalrun.transcripts.trajectory import Call, match_trajectory
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data" / "transcripts"
 ANSWER = "Fixed: add() now returns a + b, and the test passes."
-RECORDED = {"claude-code": "claude-code.jsonl", "codex": "codex.jsonl", "jsonl": "evalrun.jsonl"}
+#: one recorded run a format, each fixing add() in calc.py; pi.jsonl and copilot.jsonl are written
+#: by hand from the formats' documentation (docs/agents.md), as their CLIs would print them
+RECORDED = {
+    "claude-code": "claude-code.jsonl",
+    "codex": "codex.jsonl",
+    "jsonl": "evalrun.jsonl",
+    "pi": "pi.jsonl",
+    "copilot": "copilot.jsonl",
+}
 
 
 def recorded(fmt: str) -> Transcript:
@@ -80,6 +88,72 @@ def test_evalrun_jsonl_stream() -> None:
     assert (t.cost_usd, t.duration_ms) == (0.0189, 4120)
 
 
+def test_pi_stream() -> None:
+    """Complete messages only: the partial updates, the tool_execution echoes and agent_end's
+    copy of every message add no step; the prompt is not a step."""
+    t = recorded("pi")
+    assert t.answer == ANSWER
+    assert [(c.name, c.id) for c in t.tool_calls] == [
+        ("read", "toolu_p1"),
+        ("edit", "toolu_p2"),
+        ("bash", "toolu_p3"),
+    ]
+    read, edit, bash = t.tool_calls
+    assert read.arguments == {"path": "calc.py"} and "return a - b" in read.result
+    assert edit.arguments == {"path": "calc.py", "oldText": "a - b", "newText": "a + b"}
+    assert bash.result == "1 passed in 0.01s" and not bash.is_error
+    assert [s.role for s in t.steps] == ["assistant"] * 4
+    assert t.steps[0].text == "I'll read the module first."  # thinking blocks are not text
+    # per message: input counts cache reads and writes; pi prices each message
+    first = t.steps[0].usage
+    assert first is not None
+    assert (first.input_tokens, first.output_tokens, first.cached_tokens) == (812 + 2400, 61, 0)
+    assert t.usage is not None
+    assert (t.usage.input_tokens, t.usage.output_tokens, t.usage.cached_tokens) == (
+        812 + 2400 + 40 + 2400 + 120 + 35 + 2520 + 60 + 30 + 2580,
+        61 + 88 + 52 + 19,
+        2400 + 2520 + 2580,
+    )
+    assert t.cost_usd == pytest.approx(0.0113 + 0.0021 + 0.0016 + 0.0011)
+    assert t.duration_ms is None  # pi reports none: never guessed
+
+
+def test_copilot_stream() -> None:
+    t = recorded("copilot")
+    assert t.answer == ANSWER
+    assert [(c.name, c.id) for c in t.tool_calls] == [
+        ("view", "call_c1"),
+        ("edit", "call_c2"),
+        ("bash", "call_c3"),
+    ]
+    view, _, bash = t.tool_calls
+    assert view.arguments == {"path": "/tmp/proj/calc.py"} and "return a - b" in view.result
+    assert bash.result.startswith("1 passed in 0.01s") and not bash.is_error
+    assert [s.text for s in t.steps] == ["I'll read the module first.", None, None, ANSWER]
+    assert t.usage is not None
+    assert (t.usage.input_tokens, t.usage.output_tokens, t.usage.cached_tokens) == (
+        41230,
+        286,
+        30120,
+    )
+    assert t.cost_usd is None  # premium requests, not dollars: never guessed
+    assert t.duration_ms == 10250  # session.start to session.shutdown
+
+
+def test_copilot_skills_and_failed_tools() -> None:
+    lines = [
+        {"type": "skill.invoked", "data": {"name": "csv-analyzer"}},
+        {"type": "tool.execution_start", "data": {"toolCallId": "t1", "toolName": "bash", "arguments": {"command": "false"}}},
+        {"type": "tool.execution_complete", "data": {"toolCallId": "t1", "success": False, "error": {"message": "exit 1"}}},
+        {"type": "assistant.message", "data": {"content": "It failed.", "toolRequests": []}},
+    ]  # fmt: skip
+    t = read_transcript("copilot", "\n".join(json.dumps(line) for line in lines))
+    skill, bash = t.tool_calls
+    assert (skill.name, skill.arguments) == ("Skill", {"skill": "csv-analyzer"})
+    assert bash.is_error and bash.result == {"message": "exit 1"}
+    assert t.answer == "It failed." and t.usage is None and t.duration_ms is None
+
+
 def test_round_trip_through_the_results_form() -> None:
     for fmt in RECORDED:
         t = recorded(fmt)
@@ -103,6 +177,14 @@ def test_round_trip_through_the_results_form() -> None:
         ("jsonl", '{"type":"message","text":"x","duration_ms":-1}', "line 1: 'message' event: duration_ms: Input should be greater than or equal to 0"),
         ("jsonl", '{"type":"tool_call","name":"a","arguments":{}}', "no final answer in the jsonl stream"),
         ("jsonl", "", "no final answer in the jsonl stream"),
+        ("pi", '{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"error","errorMessage":"overloaded"}}', "line 1: the agent reported an error: overloaded"),
+        ("pi", '{"type":"message_end","message":{"role":"toolResult","toolCallId":"x","content":[]}}', "line 1: toolResult for an unknown toolCall id 'x'"),
+        ("pi", '{"type":"message_end","message":{"content":[]}}', "line 1: 'message_end' event: message.role: Field required"),
+        ("pi", '{"type":"agent_start"}', "no final answer in the pi stream"),
+        ("copilot", '{"type":"session.error","data":{"errorType":"authentication","message":"not logged in"}}', "line 1: the agent reported an error: not logged in"),
+        ("copilot", '{"type":"tool.execution_complete","data":{"toolCallId":"x","success":true}}', "line 1: tool.execution_complete for an unknown toolCallId 'x'"),
+        ("copilot", '{"type":"assistant.message","data":{"toolRequests":[{"toolCallId":"a"}]}}', "line 1: a tool request without a name"),
+        ("copilot", '{"type":"user.message","data":{"content":"hi"}}', "no final answer in the copilot stream"),
     ],
 )  # fmt: skip
 def test_broken_streams_name_the_line(fmt: str, text: str, message: str) -> None:

@@ -506,3 +506,74 @@ def test_agentv_trajectory_example_runs_against_a_scripted_agent(tmp_path: Path)
     for case_id, expected in TRAJECTORY_SCORES.items():
         graders = [g for g in cases[case_id]["graders"] if g["name"] != "llm-rubric"]
         assert [g["score"] for g in graders] == expected, (case_id, graders)
+
+
+# --- AgentV's trajectory graders in a real run ----------------------------------------------
+
+GOAL_FILE = """\
+name: goal
+target: agent
+judge: judge
+tests:
+  - id: fix
+    input: Fix add() in calc.py and run the tests.
+    assert:
+      - type: trajectory:goal-success
+        value: {goal: The tests pass after the fix}
+      - type: trajectory:step-count
+        value: {type: tool, max: 2}
+      - type: tool-trajectory
+        mode: in_order
+        args_match: superset
+        expected:
+          - {tool: read, args: {path: calc.py}}
+          - {tool: bash}
+  - id: plain
+    input: hi
+    output: hello
+    assert:
+      - type: trajectory:step-count
+        value: {type: tool, max: 3}
+"""
+
+
+@pytest.mark.slow
+def test_agentv_trajectory_graders_in_a_real_run(tmp_path: Path) -> None:
+    """An AgentV file (current format) against a pi agent's recorded run and a mock judge:
+    goal-success asks the judge through the proxy, step-count and tool-trajectory (AgentV's
+    spellings) read the transcript, and a case without one scores 0 as in AgentV."""
+    run = tmp_path / "run.jsonl"
+    run.write_text((DATA / "pi.jsonl").read_text())
+    reply = json.dumps({"pass": True, "score": 1, "reason": "the tests ran and passed"})
+    printer = f"import sys; sys.stdin.read(); print(open({str(run)!r}).read())"
+    (tmp_path / "targets.yaml").write_text(
+        json.dumps(
+            {
+                "targets": [
+                    {"name": "agent", "kind": "cli", "command": [sys.executable, "-c", printer],
+                     "transcript": "pi"},
+                    {"name": "judge", "kind": "mock", "default": reply},
+                ]
+            }
+        )
+    )  # fmt: skip
+    (tmp_path / "goal.eval.yaml").write_text(GOAL_FILE)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "evalrun", "goal.eval.yaml", "--out", str(out), "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr  # the plain case fails
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    fix = {g["name"]: g for g in rows["fix"]["graders"]}
+    assert fix["trajectory:goal-success"]["score"] == 1
+    assert fix["trajectory:goal-success"]["reason"] == "the tests ran and passed"
+    step_count = fix["trajectory:step-count"]
+    assert (step_count["status"], step_count["reason"]) == (
+        "failed",
+        "3 step(s) for type=tool, wanted at most 2",
+    )
+    assert fix["tool-trajectory"]["status"] == "passed"
+    (plain,) = rows["plain"]["graders"]
+    assert (plain["status"], plain["score"]) == ("failed", 0)
+    assert "the case has no transcript" in plain["reason"]

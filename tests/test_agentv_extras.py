@@ -132,7 +132,11 @@ def test_agentv_suite_keys_and_graders_load(tmp_path: Path, monkeypatch) -> None
     assert (skill.negate, skill.value, skill.config) == (True, "deploy", {})
     trajectory = graders["tool-trajectory"]
     assert trajectory.mode is None
-    assert trajectory.config == {"mode": "any_order", "expected": [{"tool": "search"}]}
+    assert trajectory.config == {
+        "mode": "any_order",
+        "expected": [{"tool": "search"}],
+        "rules": "agentv",  # AgentV's scoring (docs/agents.md)
+    }
     regex = graders["regex"]
     assert (regex.value, regex.threshold) == ("(?i)^hello", 0.8)
     assert_set = graders["assert-set"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evalrun.transcripts import Transcript, TranscriptError, read_transcript
+from evalrun.transcripts import Step, ToolCall, Transcript, TranscriptError, read_transcript
 from evalrun.transcripts.trajectory import Call, match_trajectory
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -456,7 +456,9 @@ def test_tool_trajectory_config_is_refused_when_the_file_loads() -> None:
     )
     result = run_deterministic(spec, t.answer, t)
     assert result.status == "failed"
-    assert result.reason.startswith("any-order: missing run; unexpected read_file(")
+    # an expected call without args fits any arguments (as in AgentV); read_file and edit_file
+    # are calls any-order does not allow
+    assert result.reason.startswith("any-order: unexpected read_file(")
 
 
 def test_tool_trajectory_reads_agentv_spellings() -> None:
@@ -551,3 +553,87 @@ def test_trace_fits_agentv_trace_schema() -> None:
     broken = {**recorded("jsonl").trace(), "events": [{"event_id": "e0", "type": "step"}]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, trace_schema)
+
+
+def _agentv(config: dict[str, Any], calls: list[ToolCall]) -> Any:
+    """The tool-trajectory check with AgentV's rules on a run of these calls."""
+    from evalrun.launcher.deterministic import run_deterministic
+    from evalrun.spec.models import GraderSpec
+
+    spec = GraderSpec.model_validate(
+        {"type": "tool-trajectory", "config": {"rules": "agentv", **config}}
+    )
+    run = Transcript("jsonl", "done", [Step("assistant", None, calls)])
+    return run_deterministic(spec, "done", run)
+
+
+def test_agentv_rules_score_the_share_of_items_found() -> None:
+    """AgentV's tool-trajectory scoring (docs/agents.md, "The tool-trajectory grader"), each
+    case worked out by hand from its rules."""
+    a, b, c, x = (ToolCall(n, {"q": 1}) for n in "abcx")
+    items = [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}]
+    # in_order: searching for b runs past c, so c is not found in the calls left
+    assert _agentv({"mode": "in_order", "expected": items}, [a, x, c]).score == pytest.approx(1 / 3)
+    assert _agentv({"mode": "in_order", "expected": items}, [a, x, b, c]).score == 1
+    # an item is spent at the first call of its name whose arguments differ
+    two = [{"tool": "a", "args": {"q": 2}}, {"tool": "a", "args": {"q": 1}}]
+    assert _agentv({"mode": "in_order", "expected": two}, [a, a]).score == 0.5
+    # exact: position by position; the length check fails but is not counted
+    result = _agentv({"mode": "exact", "expected": items[:2]}, [a, c, x])
+    assert result.score == 0.5 and result.checks[0]["text"] == "expected 2 tool calls, got 3"
+    # superset: greedy; subset: one item allows any number of calls
+    assert _agentv({"mode": "superset", "expected": [{"tool": "a"}] * 3}, [a, b, a]).score == (
+        pytest.approx(2 / 3)
+    )
+    assert _agentv({"mode": "subset", "expected": [{"tool": "a"}]}, [a, a, b]).score == (
+        pytest.approx(2 / 3)
+    )
+    assert _agentv({"mode": "subset", "expected": []}, []).score == 1
+    # keys AgentV does not read on an item are ignored, as AgentV ignores them
+    ignored = [{"tool": "a", "input": {"q": 9}}]
+    assert _agentv({"mode": "in_order", "expected": ignored}, [a]).score == 1
+    # any_order reads minimums alone
+    assert _agentv({"mode": "any_order"}, [x]).score == 1
+    # a duration limit is an assertion of its own, skipped when the duration is unknown
+    slow = ToolCall("a", {"q": 1}, duration_ms=150)
+    limited = [{"tool": "a", "max_duration_ms": 100}]
+    assert _agentv({"mode": "in_order", "expected": limited}, [slow]).score == 0.5
+    assert _agentv({"mode": "in_order", "expected": limited}, [a]).score == 1
+    # the same grader with evalrun's rules passes or fails
+    from evalrun.launcher.deterministic import run_deterministic
+    from evalrun.spec.models import GraderSpec
+
+    spec = GraderSpec.model_validate(
+        {"type": "tool-trajectory", "config": {"mode": "in_order", "expected": items}}
+    )
+    assert (
+        run_deterministic(
+            spec, "done", Transcript("jsonl", "done", [Step("assistant", None, [a, x, c])])
+        ).score
+        == 0
+    )
+
+
+def test_an_agentv_file_gets_agentv_rules(tmp_path: Path) -> None:
+    """The loader sets rules: agentv on an AgentV file's tool-trajectory graders (and
+    no_transcript: fail on its trajectory: ones); evalrun's own files keep evalrun's."""
+    from evalrun.spec.loader import load_eval
+
+    agentv = tmp_path / "agentv.eval.yaml"
+    agentv.write_text(
+        "tests:\n  - id: a\n    vars: {q: hi}\n    assert:\n"
+        "      - {type: tool-trajectory, mode: any_order, minimums: {search: 1}}\n"
+        "      - {type: trajectory:tool-used, value: search}\n"
+        "prompts: ['{{ q }}']\n"
+    )
+    ours = tmp_path / "ours.eval.yaml"
+    ours.write_text(
+        "tests:\n  - id: a\n    input: hi\n    graders:\n"
+        "      - {type: tool-trajectory, config: {mode: any-order, expected: [{tool: search}]}}\n"
+    )
+    (case,) = load_eval(agentv).tests
+    trajectory, used = case.graders
+    assert trajectory.config["rules"] == "agentv"
+    assert used.config["no_transcript"] == "fail"
+    (case,) = load_eval(ours).tests
+    assert "rules" not in case.graders[0].config

@@ -12,10 +12,11 @@ from typing import Any
 from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec
 from evalrun.transcripts import Transcript
+from evalrun.transcripts.agentv_trajectory import score_agentv
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
 from evalrun.transcripts.tool_assertions import ASSERTIONS, trajectory_steps
-from evalrun.transcripts.trajectory import Call, check_minimums, match_trajectory
+from evalrun.transcripts.trajectory import Call, ShareVerdict, check_minimums, match_trajectory
 from evalrun.transcripts.trajectory_config import read_trajectory_config
 
 
@@ -183,14 +184,19 @@ def _tool_trajectory(
     (docs/agents.md, "The tool-trajectory grader")."""
     transcript = _needs_transcript(spec, transcript)
     config = read_trajectory_config(spec.config)  # checked when the file loaded too
+    actual = [Call(c.name, c.arguments, duration_ms=c.duration_ms) for c in transcript.tool_calls]
     if config.minimums:
         verdict = check_minimums(config.minimums, transcript.tool_calls)
-        if spec.negate:
-            return Scored(1 - verdict.score, f"not ({verdict.reason})", verdict.checks)
-        return Scored(verdict.score, verdict.reason, verdict.checks)
-    actual = [Call(c.name, c.arguments, duration_ms=c.duration_ms) for c in transcript.tool_calls]
-    result = match_trajectory(config.expected, actual, config.mode, config.args)
-    return result.passed, result.reason
+    elif config.rules == "agentv" and config.mode == "any-order":
+        verdict = ShareVerdict(1.0, "no minimums given (AgentV's any_order reads only those)", [])
+    elif config.rules == "agentv":
+        verdict = score_agentv(config.mode, config.expected, actual, config.args)
+    else:
+        result = match_trajectory(config.expected, actual, config.mode, config.args)
+        return result.passed, result.reason
+    if spec.negate:
+        return Scored(1 - verdict.score, f"not ({verdict.reason})", verdict.checks)
+    return Scored(verdict.score, verdict.reason, verdict.checks)
 
 
 def _needs_transcript(spec: GraderSpec, transcript: Transcript | None) -> Transcript:

@@ -340,6 +340,8 @@ def normalize_grader(
         _options_to_config(grader, path, lines, keep_target=not in_set)
     if agentv and kind.startswith("trajectory:") and isinstance(grader.get("config"), dict):
         grader["config"].setdefault("no_transcript", "fail")  # AgentV scores 0 (docs/agents.md)
+    if agentv and kind == "tool-trajectory" and isinstance(grader.get("config"), dict):
+        grader["config"].setdefault("rules", "agentv")  # AgentV's scoring (docs/agents.md)
 
 
 def _known(kind: str) -> bool:

@@ -111,15 +111,16 @@ def match_trajectory(
 
 
 @dataclass
-class MinimumsVerdict:
-    """AgentV's ``any_order`` with ``minimums``: the share of tools called often enough."""
+class ShareVerdict:
+    """A scored verdict: the share of its assertions that held (AgentV's ``minimums`` and its
+    ``tool-trajectory`` scoring), each assertion's text and verdict."""
 
     score: float
     reason: str
     checks: list[dict[str, Any]]
 
 
-def check_minimums(minimums: dict[str, int], actual: Sequence[Any]) -> MinimumsVerdict:
+def check_minimums(minimums: dict[str, int], actual: Sequence[Any]) -> ShareVerdict:
     """``actual``: anything with a ``name`` (calls). Each tool is one assertion, held when it was
     called at least its minimum number of times (names compared exactly)."""
     counts: dict[str, int] = {}
@@ -133,7 +134,7 @@ def check_minimums(minimums: dict[str, int], actual: Sequence[Any]) -> MinimumsV
     checks: list[dict[str, Any]] = [
         {"text": t, "pass": h} for t, h in zip(texts, held, strict=True)
     ]
-    return MinimumsVerdict(sum(held) / len(held), "; ".join(texts), checks)
+    return ShareVerdict(sum(held) / len(held), "; ".join(texts), checks)
 
 
 def _exact(

@@ -22,7 +22,7 @@ _AGENTV_ARGS: dict[str, ArgsMode] = {
     "subset": "superset",
     "ignore": "ignore",
 }
-_KEYS = ("mode", "args", "args_match", "argsMatch", "expected", "minimums")
+_KEYS = ("mode", "args", "args_match", "argsMatch", "expected", "minimums", "rules")
 _ITEM_KEYS = ("tool", "args", "args_mode", "args_match", "argsMatch", "max_duration_ms")
 
 
@@ -34,6 +34,9 @@ class TrajectoryConfig:
     args: ArgsRule
     expected: list[Call] = field(default_factory=list)
     minimums: dict[str, int] = field(default_factory=dict)
+    #: ``evalrun``: pass or fail by the matcher; ``agentv``: AgentV's share of items found
+    #: (set for AgentV's files, docs/agents.md)
+    rules: str = "evalrun"
 
 
 def read_trajectory_config(config: dict[str, Any]) -> TrajectoryConfig:
@@ -51,15 +54,18 @@ def read_trajectory_config(config: dict[str, Any]) -> TrajectoryConfig:
     minimums = _minimums(config.get("minimums"))
     if minimums and mode != "any-order":
         raise ValueError("tool-trajectory: minimums go with mode any-order (AgentV's any_order)")
+    rules = config.get("rules", "evalrun")
+    if rules not in ("evalrun", "agentv"):
+        raise ValueError(f"tool-trajectory: rules must be evalrun or agentv, got {rules!r}")
     expected = config.get("expected")
-    if expected is None and minimums:
-        expected = []
+    if expected is None and (minimums or (rules == "agentv" and mode == "any-order")):
+        expected = []  # AgentV's any_order reads minimums alone
     if not isinstance(expected, list):
         raise ValueError("tool-trajectory: config.expected must be a list of {tool, args?}")
-    calls = [_expected_call(item, i) for i, item in enumerate(expected)]
+    calls = [_expected_call(item, i, strict=rules == "evalrun") for i, item in enumerate(expected)]
     if minimums and calls:
         raise ValueError("tool-trajectory: give either minimums or expected, not both")
-    return TrajectoryConfig(mode, args, calls, minimums)  # type: ignore[arg-type]
+    return TrajectoryConfig(mode, args, calls, minimums, rules)  # type: ignore[arg-type]
 
 
 def _args_rule(options: dict[str, Any], where: str) -> ArgsRule | None:
@@ -110,16 +116,17 @@ def _minimums(value: Any) -> dict[str, int]:
     return dict(value)
 
 
-def _expected_call(item: Any, index: int) -> Call:
+def _expected_call(item: Any, index: int, *, strict: bool) -> Call:
+    """``strict``: other keys are refused; AgentV's rules ignore them, as AgentV does."""
     where = f"tool-trajectory: expected[{index}]"
     if not isinstance(item, dict) or not isinstance(item.get("tool"), str):
         raise ValueError(f"{where} must be {{tool, args?}} with the tool's name")
     unknown = [key for key in item if key not in _ITEM_KEYS]
-    if unknown:
+    if unknown and strict:
         raise ValueError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_ITEM_KEYS)})")
     rule = _args_rule(item, where)
     arguments = item.get("args")
-    if arguments == "any":  # AgentV's shorthand: the tool's name alone
+    if arguments is None or arguments == "any":  # none given, or AgentV's "any": name alone
         arguments, rule = None, "ignore"
     limit = item.get("max_duration_ms")
     if limit is not None and (

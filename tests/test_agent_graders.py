@@ -508,6 +508,36 @@ def test_agentv_trajectory_example_runs_against_a_scripted_agent(tmp_path: Path)
         assert [g["score"] for g in graders] == expected, (case_id, graders)
 
 
+#: AgentV's results for examples/features/tool-trajectory-simple (commit 14bca459e), from its
+#: evals/dataset.eval.baseline.jsonl: each test's tool-trajectory score. Its mock agent is the
+#: trajectory-assertions-simple one recorded above (the two differ only in comments).
+TOOL_TRAJECTORY_BASELINE = {
+    "any-order-pass": 1.0,
+    "in-order-pass": 1.0,
+    "exact-auth-flow": 1.0,
+    "metrics-check": 1.0,
+    "partial-match": 2 / 3,
+    "exact-args-match": 1.0,
+    "skip-args-validation": 1.0,
+}
+
+
+@pytest.mark.slow
+def test_agentv_tool_trajectory_example_scores_as_agentv(tmp_path: Path) -> None:
+    """AgentV's tool-trajectory-simple suite, as it is, against its mock agent's recorded runs:
+    every tool-trajectory grader has the score AgentV recorded (rules: agentv)."""
+    suite = CORPUS.parents[2] / "14bca459e/examples/features/tool-trajectory-simple/evals"
+    agent = DATA / "agentv-trajectory-agent"
+    # the baseline has the suite's first seven tests (the later four were added after it)
+    wanted = list(TOOL_TRAJECTORY_BASELINE)
+    file = suite / "dataset.eval.yaml"
+    _, cases, log = _run_agentv_file(tmp_path, file, agent, "mock_agent", *wanted)
+    assert sorted(cases) == sorted(wanted), log
+    for case_id, score in TOOL_TRAJECTORY_BASELINE.items():
+        (grader,) = [g for g in cases[case_id]["graders"] if g["name"] != "llm-rubric"]
+        assert grader["score"] == pytest.approx(score), (case_id, grader)
+
+
 # --- AgentV's trajectory graders in a real run ----------------------------------------------
 
 GOAL_FILE = """\

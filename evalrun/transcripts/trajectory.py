@@ -71,6 +71,12 @@ def args_match(expected: Any, actual: Any, mode: ArgsRule) -> bool:
 _ABSENT = object()
 
 
+def within_limit(limit: float | None, took: float | None) -> bool:
+    """A call is within an expected call's duration limit unless both are known and it took
+    longer (an unreported duration is not held against the agent, as in AgentV)."""
+    return limit is None or took is None or took <= limit
+
+
 def _field(value: Any, path: str) -> Any:
     for part in path.split("."):
         if not isinstance(value, dict) or part not in value:
@@ -86,11 +92,10 @@ def match_trajectory(
     args: ArgsRule = "exact",
 ) -> Verdict:
     def fits(e: Call, a: Call) -> bool:
-        slow = e.duration_ms is not None and a.duration_ms is not None
         return (
             e.name == a.name
             and args_match(e.arguments, a.arguments, e.args_mode or args)
-            and not (slow and a.duration_ms > e.duration_ms)  # type: ignore[operator]
+            and within_limit(e.duration_ms, a.duration_ms)
         )
 
     if mode == "exact":

@@ -3,8 +3,11 @@
 The answer alone can claim success the run never reached ("tests pass" after no test ran), so
 the judge sees every step: the task, each message, each tool call with its arguments and
 result, then the final answer (docs/agents.md, "task-completion"). ``config.criteria`` (or the
-test's ``criteria``) says what done means. A case without a transcript, or a reply that cannot
-be read, makes the grader abstain with the reason, never a guessed score.
+test's ``criteria``) says what done means; AgentV's ``trajectory:goal-success`` runs this grader
+with its goal (``config.value``, validated when the file loaded) as the criteria. A case without
+a transcript, or a reply that cannot be read, makes the grader abstain with the reason, never a
+guessed score; an AgentV file's goal grader (``no_transcript: fail``) scores 0 without one, as
+AgentV does.
 
     python -m graders.task_completion < payload.json
 """
@@ -55,7 +58,7 @@ def _as_text(value: Any) -> str:
 
 def build_request(inp: GraderInput) -> dict[str, Any]:
     parts = [f"<task>\n{truncate_middle(inp.question, 8_000, 7_000, 800)}\n</task>"]
-    criteria = inp.config.get("criteria", inp.criteria)
+    criteria = _goal(inp.config) or inp.config.get("criteria", inp.criteria)
     if isinstance(criteria, str) and criteria.strip():
         parts.append(f"<done_criteria>\n{criteria.strip()}\n</done_criteria>")
     parts.append(
@@ -66,7 +69,7 @@ def build_request(inp: GraderInput) -> dict[str, Any]:
         "question": "\n\n".join(parts),
         "systemPrompt": SYSTEM_PROMPT,
         "temperature": 0,
-        "task": {"kind": "task-completion"},
+        "task": {"kind": "goal-success" if _goal(inp.config) else "task-completion"},
     }
     provider = inp.config.get("provider")
     if isinstance(provider, str) and provider:
@@ -74,7 +77,16 @@ def build_request(inp: GraderInput) -> dict[str, Any]:
     return request
 
 
+def _goal(config: dict[str, Any]) -> str | None:
+    """``trajectory:goal-success``'s goal: ``value`` as text or ``{goal: text}``."""
+    value = config.get("value")
+    goal = value.get("goal") if isinstance(value, dict) else value
+    return goal.strip() if isinstance(goal, str) and goal.strip() else None
+
+
 def evaluate(inp: GraderInput, client: Any) -> dict[str, Any]:
+    if not inp.raw.get("trace") and inp.config.get("no_transcript") == "fail":
+        return {"score": 0.0, "reason": "no trace data: the case has no transcript (scored 0)"}
     if not inp.raw.get("trace"):
         raise Abstain(
             "task-completion reads the agent's transcript and this case has none (a cli "

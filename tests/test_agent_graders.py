@@ -132,6 +132,27 @@ def test_metrics_config_it_cannot_read_is_refused(config: dict[str, Any], messag
     refused({"type": "execution-metrics", "config": config}, message)
 
 
+def test_agentv_trajectory_assertions_without_a_transcript_score_zero() -> None:
+    """AgentV scores a trajectory assertion 0 when the run left no trace; an AgentV file's
+    trajectory graders do the same (``no_transcript: fail``, set by the loader), evalrun's own
+    are errors."""
+    for negate in (False, True):
+        grader = {
+            "type": "trajectory:step-count",
+            "negate": negate,
+            "config": {"value": {"max": 3}},
+        }
+        assert grade(grader, None).status == "error"
+        grader["config"]["no_transcript"] = "fail"
+        result = grade(grader, None)
+        assert (result.status, result.score) == ("failed", 0.0), result.reason
+        assert "no trace data for trajectory:step-count" in result.reason
+    with pytest.raises(ValidationError, match="tool-used: no_transcript must be error or fail"):
+        GraderSpec.model_validate(
+            {"type": "trajectory:tool-used", "config": {"value": "a", "no_transcript": "pass"}}
+        )
+
+
 def test_agent_checks_without_a_transcript_are_errors() -> None:
     for grader in (
         {"type": "execution-metrics", "config": {"max_tool_calls": 1}},
@@ -416,6 +437,20 @@ TOOL_RUN = run_of(
         ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, False, False),
         ("trajectory:tool-args-match", {"name": "get_weather", "args": {"location": "Rome"}}, True, True),
         ("trajectory:tool-args-match", {"name": "flag", "args": {"on": 1}}, False, False),  # true is not 1
+        # the run's steps: 2 messages (the calls' step, the answer) and final_response, 4 tools,
+        # 1 command, no tool results (spans)
+        ("trajectory:step-count", {"type": "tool", "min": 4, "max": 4}, False, True),
+        ("trajectory:step-count", {"type": "tool", "max": 3}, False, False),
+        ("trajectory:step-count", {"type": "tool", "max": 3}, True, True),
+        ("trajectory:step-count", {"type": "command", "min": 1, "max": 1}, False, True),
+        ("trajectory:step-count", {"type": "command", "pattern": "ls*", "min": 1}, False, True),
+        ("trajectory:step-count", {"type": ["tool", "command"], "min": 5, "max": 5}, False, True),
+        ("trajectory:step-count", {"pattern": "knowledge*", "min": 2, "max": 2}, False, True),
+        ("trajectory:step-count", {"type": "message", "min": 3, "max": 3}, False, True),
+        ("trajectory:step-count", {"name": "final_response", "max": 0}, False, False),
+        ("trajectory:step-count", {"type": "span", "max": 0}, False, True),
+        ("trajectory:step-count", {"max": 8}, False, True),
+        ("trajectory:step-count", {"max": 7}, False, False),
     ],
 )  # fmt: skip
 def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: bool) -> None:
@@ -433,6 +468,10 @@ def test_trajectory_assertions(type_: str, value: Any, negate: bool, passed: boo
         ("trajectory:tool-sequence", [{"min": 1}], "trajectory:tool-sequence: step 1 must be"),
         ("trajectory:tool-args-match", {"name": "a"}, "trajectory:tool-args-match: value needs args"),
         ("trajectory:tool-args-match", {"name": "a", "args": {}, "mode": "fuzzy"}, "trajectory:tool-args-match: mode must be"),
+        ("trajectory:step-count", "tool", "trajectory:step-count: value must be"),
+        ("trajectory:step-count", {"type": "tool"}, "trajectory:step-count: give min or max"),
+        ("trajectory:step-count", {"type": "robot", "min": 1}, "trajectory:step-count: type must be one of"),
+        ("trajectory:step-count", {"max": -1}, "trajectory:step-count: max must be a number >= 0"),
     ],
 )  # fmt: skip
 def test_trajectory_assertion_config_it_cannot_read(type_: str, value: Any, message: str) -> None:
@@ -467,3 +506,104 @@ def test_agentv_trajectory_example_runs_against_a_scripted_agent(tmp_path: Path)
     for case_id, expected in TRAJECTORY_SCORES.items():
         graders = [g for g in cases[case_id]["graders"] if g["name"] != "llm-rubric"]
         assert [g["score"] for g in graders] == expected, (case_id, graders)
+
+
+#: AgentV's results for examples/features/tool-trajectory-simple (commit 14bca459e), from its
+#: evals/dataset.eval.baseline.jsonl: each test's tool-trajectory score. Its mock agent is the
+#: trajectory-assertions-simple one recorded above (the two differ only in comments).
+TOOL_TRAJECTORY_BASELINE = {
+    "any-order-pass": 1.0,
+    "in-order-pass": 1.0,
+    "exact-auth-flow": 1.0,
+    "metrics-check": 1.0,
+    "partial-match": 2 / 3,
+    "exact-args-match": 1.0,
+    "skip-args-validation": 1.0,
+}
+
+
+@pytest.mark.slow
+def test_agentv_tool_trajectory_example_scores_as_agentv(tmp_path: Path) -> None:
+    """AgentV's tool-trajectory-simple suite, as it is, against its mock agent's recorded runs:
+    every tool-trajectory grader has the score AgentV recorded (rules: agentv)."""
+    suite = CORPUS.parents[2] / "14bca459e/examples/features/tool-trajectory-simple/evals"
+    agent = DATA / "agentv-trajectory-agent"
+    # the baseline has the suite's first seven tests (the later four were added after it)
+    wanted = list(TOOL_TRAJECTORY_BASELINE)
+    file = suite / "dataset.eval.yaml"
+    _, cases, log = _run_agentv_file(tmp_path, file, agent, "mock_agent", *wanted)
+    assert sorted(cases) == sorted(wanted), log
+    for case_id, score in TOOL_TRAJECTORY_BASELINE.items():
+        (grader,) = [g for g in cases[case_id]["graders"] if g["name"] != "llm-rubric"]
+        assert grader["score"] == pytest.approx(score), (case_id, grader)
+
+
+# --- AgentV's trajectory graders in a real run ----------------------------------------------
+
+GOAL_FILE = """\
+name: goal
+target: agent
+judge: judge
+tests:
+  - id: fix
+    input: Fix add() in calc.py and run the tests.
+    assert:
+      - type: trajectory:goal-success
+        value: {goal: The tests pass after the fix}
+      - type: trajectory:step-count
+        value: {type: tool, max: 2}
+      - type: tool-trajectory
+        mode: in_order
+        args_match: superset
+        expected:
+          - {tool: read, args: {path: calc.py}}
+          - {tool: bash}
+  - id: plain
+    input: hi
+    output: hello
+    assert:
+      - type: trajectory:step-count
+        value: {type: tool, max: 3}
+"""
+
+
+@pytest.mark.slow
+def test_agentv_trajectory_graders_in_a_real_run(tmp_path: Path) -> None:
+    """An AgentV file (current format) against a pi agent's recorded run and a mock judge:
+    goal-success asks the judge through the proxy, step-count and tool-trajectory (AgentV's
+    spellings) read the transcript, and a case without one scores 0 as in AgentV."""
+    run = tmp_path / "run.jsonl"
+    run.write_text((DATA / "pi.jsonl").read_text())
+    reply = json.dumps({"pass": True, "score": 1, "reason": "the tests ran and passed"})
+    printer = f"import sys; sys.stdin.read(); print(open({str(run)!r}).read())"
+    (tmp_path / "targets.yaml").write_text(
+        json.dumps(
+            {
+                "targets": [
+                    {"name": "agent", "kind": "cli", "command": [sys.executable, "-c", printer],
+                     "transcript": "pi"},
+                    {"name": "judge", "kind": "mock", "default": reply},
+                ]
+            }
+        )
+    )  # fmt: skip
+    (tmp_path / "goal.eval.yaml").write_text(GOAL_FILE)
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "-m", "evalrun", "goal.eval.yaml", "--out", str(out), "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr  # the plain case fails
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    fix = {g["name"]: g for g in rows["fix"]["graders"]}
+    assert fix["trajectory:goal-success"]["score"] == 1
+    assert fix["trajectory:goal-success"]["reason"] == "the tests ran and passed"
+    step_count = fix["trajectory:step-count"]
+    assert (step_count["status"], step_count["reason"]) == (
+        "failed",
+        "3 step(s) for type=tool, wanted at most 2",
+    )
+    assert fix["tool-trajectory"]["status"] == "passed"
+    (plain,) = rows["plain"]["graders"]
+    assert (plain["status"], plain["score"]) == ("failed", 0)
+    assert "the case has no transcript" in plain["reason"]

@@ -49,7 +49,7 @@ def test_list_checks_score_as_agentv_defines_them(
 @pytest.mark.parametrize(
     ("type_", "config"),
     [
-        ("tool-trajectory", {}),
+        ("tool-trajectory", {"expected": []}),
         ("trajectory:tool-used", {"value": "search"}),
         ("execution-metrics", {"max_tool_calls": 1}),
         ("skill-trigger", {"skill": "deploy"}),
@@ -132,7 +132,11 @@ def test_agentv_suite_keys_and_graders_load(tmp_path: Path, monkeypatch) -> None
     assert (skill.negate, skill.value, skill.config) == (True, "deploy", {})
     trajectory = graders["tool-trajectory"]
     assert trajectory.mode is None
-    assert trajectory.config == {"mode": "any_order", "expected": [{"tool": "search"}]}
+    assert trajectory.config == {
+        "mode": "any_order",
+        "expected": [{"tool": "search"}],
+        "rules": "agentv",  # AgentV's scoring (docs/agents.md)
+    }
     regex = graders["regex"]
     assert (regex.value, regex.threshold) == ("(?i)^hello", 0.8)
     assert_set = graders["assert-set"]
@@ -208,8 +212,8 @@ def test_an_unsupported_key_still_names_file_line_and_key(tmp_path: Path) -> Non
 
 
 def test_a_run_says_plainly_what_it_cannot_grade(tmp_path: Path) -> None:
-    """A transcript grader errors with its reason and a multi-turn test is an error case;
-    neither is a silent score."""
+    """A trajectory grader without a transcript scores 0 as in AgentV, saying why, and a
+    multi-turn test is an error case; neither is a silent pass."""
     path = write(
         tmp_path,
         """\
@@ -236,11 +240,12 @@ def test_a_run_says_plainly_what_it_cannot_grade(tmp_path: Path) -> None:
     assert result.returncode != 0, result.stdout + result.stderr
     rows = {row["id"]: row for row in read_bundle(out)[0]}
     answer = rows["answer"]
-    assert answer["status"] == "error"
+    assert answer["status"] == "failed"
     graders = {g["name"]: g for g in answer["graders"]}
     assert graders["starts-with"]["status"] == "passed"
-    assert graders["trajectory:tool-used"]["status"] == "error"
-    assert "needs a transcript" in graders["trajectory:tool-used"]["reason"]
+    assert graders["trajectory:tool-used"]["status"] == "failed"
+    assert graders["trajectory:tool-used"]["score"] == 0
+    assert "the case has no transcript" in graders["trajectory:tool-used"]["reason"]
     chat = rows["chat"]
     assert chat["status"] == "error"
     assert "multi-turn tests (AgentV's turns:) are not supported" in json.dumps(chat)

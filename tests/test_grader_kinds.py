@@ -29,6 +29,9 @@ OPTIONS = {
     "trajectory:tool-used": {"value": "x"},
     "trajectory:tool-sequence": {"value": ["x"]},
     "trajectory:tool-args-match": {"config": {"value": {"name": "x", "args": {}}}},
+    "tool-trajectory": {"config": {"expected": []}},
+    "trajectory:step-count": {"config": {"value": {"max": 1}}},
+    "trajectory:goal-success": {"config": {"value": "x"}},
 }
 
 

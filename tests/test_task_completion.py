@@ -99,3 +99,40 @@ def test_an_unreadable_reply_through_the_real_proxy_abstains() -> None:
     assert run.exit_code == 3, run.stderr
     assert run.result["abstain"] is True
     assert "could not be read" in run.result["reason"]
+
+
+def test_goal_success_is_task_completion_with_the_goal_as_criteria() -> None:
+    """AgentV's trajectory:goal-success: its goal replaces the criteria the judge is given."""
+    for value in ("All tests pass", {"goal": "All tests pass"}):
+        judge = ScriptedClient(['{"pass": true, "score": 1, "reason": "the test run passed"}'])
+        body = payload({"value": value})
+        result = evaluate(GraderInput.from_payload(body), judge)
+        assert result["score"] == 1
+        (request,) = judge.requests
+        assert "<done_criteria>\nAll tests pass\n</done_criteria>" in request["question"]
+        assert request["task"] == {"kind": "goal-success"}
+
+
+def test_goal_success_options_are_checked_when_the_file_loads() -> None:
+    from pydantic import ValidationError
+
+    spec = GraderSpec.model_validate(
+        {"type": "trajectory:goal-success", "config": {"value": {"goal": "Done"}}}
+    )
+    assert spec.kind.module == "graders.task_completion" and spec.needs_judge
+    for grader, message in [
+        ({"config": {"value": {"aim": "x"}}}, "value must be the goal, or {goal: text}"),
+        ({"config": {"value": " "}}, "value must be the goal, or {goal: text}"),
+        ({"negate": True, "config": {"value": "x"}}, "not-trajectory:goal-success is not"),
+    ]:
+        with pytest.raises(ValidationError, match=message):
+            GraderSpec.model_validate({"type": "trajectory:goal-success", **grader})
+
+
+def test_an_agentv_goal_without_a_transcript_scores_zero() -> None:
+    """AgentV scores 0 where the run left no trace; evalrun's own files abstain."""
+    judge = ScriptedClient([])
+    config = {"value": "All tests pass", "no_transcript": "fail"}
+    result = evaluate(GraderInput.from_payload(payload(config, transcript=False)), judge)
+    assert result["score"] == 0 and "no transcript" in result["reason"]
+    assert judge.requests == []

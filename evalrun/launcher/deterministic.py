@@ -13,10 +13,12 @@ from evalrun.launcher.field_accuracy import score_fields
 from evalrun.results.models import GraderOutcome
 from evalrun.spec.models import GraderSpec, Message
 from evalrun.transcripts import Transcript
+from evalrun.transcripts.agentv_trajectory import score_agentv
 from evalrun.transcripts.metrics import check_metrics, read_limits
 from evalrun.transcripts.skills import judge_skills, read_expectation, read_trigger, skill_uses
-from evalrun.transcripts.tool_assertions import ASSERTIONS, tool_steps
-from evalrun.transcripts.trajectory import ARGS_MODES, MODES, Call, match_trajectory
+from evalrun.transcripts.tool_assertions import ASSERTIONS, trajectory_steps
+from evalrun.transcripts.trajectory import Call, ShareVerdict, check_minimums, match_trajectory
+from evalrun.transcripts.trajectory_config import read_trajectory_config
 
 
 def run_deterministic(
@@ -191,30 +193,24 @@ def _json_schema(spec: GraderSpec, output: str, _: Transcript | None) -> tuple[b
 @deterministic_check("tool-trajectory")
 def _tool_trajectory(
     spec: GraderSpec, output: str, transcript: Transcript | None
-) -> tuple[bool, str]:
-    """The agent's tool calls against ``config.expected`` (docs/agents.md, "Tool trajectories")."""
-    config = spec.config
+) -> tuple[bool, str] | Scored:
+    """The agent's tool calls against ``config.expected``, or AgentV's ``minimums``
+    (docs/agents.md, "The tool-trajectory grader")."""
     transcript = _needs_transcript(spec, transcript)
-    # AgentV spells the modes with underscores (any_order); evalrun with hyphens
-    mode = str(config.get("mode", "exact")).replace("_", "-")
-    args = str(config.get("args", "exact")).replace("_", "-")
-    if mode not in MODES or args not in ARGS_MODES:
-        raise ValueError(
-            f"tool-trajectory: mode must be one of {', '.join(MODES)} and args one of "
-            f"{', '.join(ARGS_MODES)} (got {mode!r}, {args!r})"
-        )
-    expected = config.get("expected")
-    if not isinstance(expected, list) or not all(
-        isinstance(c, dict) and isinstance(c.get("tool"), str) for c in expected
-    ):
-        raise ValueError("tool-trajectory: config.expected must be a list of {tool, args?}")
-    verdict = match_trajectory(
-        [Call(c["tool"], c.get("args")) for c in expected],
-        [Call(c.name, c.arguments) for c in transcript.tool_calls],
-        mode,
-        args,
-    )
-    return verdict.passed, verdict.reason
+    config = read_trajectory_config(spec.config)  # checked when the file loaded too
+    actual = [Call(c.name, c.arguments, duration_ms=c.duration_ms) for c in transcript.tool_calls]
+    if config.minimums:
+        verdict = check_minimums(config.minimums, transcript.tool_calls)
+    elif config.rules == "agentv" and config.mode == "any-order":
+        verdict = ShareVerdict(1.0, "no minimums given (AgentV's any_order reads only those)", [])
+    elif config.rules == "agentv":
+        verdict = score_agentv(config.mode, config.expected, actual, config.args)
+    else:
+        result = match_trajectory(config.expected, actual, config.mode, config.args)
+        return result.passed, result.reason
+    if spec.negate:
+        return Scored(1 - verdict.score, f"not ({verdict.reason})", verdict.checks)
+    return Scored(verdict.score, verdict.reason, verdict.checks)
 
 
 def _needs_transcript(spec: GraderSpec, transcript: Transcript | None) -> Transcript:
@@ -260,11 +256,15 @@ def _skill_used(spec: GraderSpec, output: str, transcript: Transcript | None) ->
 @deterministic_check(*ASSERTIONS)
 def _trajectory_assertion(spec: GraderSpec, output: str, transcript: Transcript | None) -> Scored:
     """AgentV's ``trajectory:`` assertions on the tool calls; ``negate`` is AgentV's
-    ``inverse`` (docs/agents.md, "AgentV's trajectory assertions")."""
+    ``inverse`` (docs/agents.md, "AgentV's trajectory assertions"). Without a transcript, an
+    AgentV file's assertion (``no_transcript: fail``) scores 0 as AgentV does."""
+    if transcript is None and spec.config.get("no_transcript") == "fail":
+        reason = f"no trace data for {spec.type}: the case has no transcript (scored 0)"
+        return Scored(0.0, reason, [{"text": reason, "pass": False}])
     transcript = _needs_transcript(spec, transcript)
     value = spec.value if spec.value is not None else spec.config.get("value")
     assertion = ASSERTIONS[spec.type]
-    verdict = assertion(value, tool_steps(transcript), inverse=spec.negate)
+    verdict = assertion(value, trajectory_steps(transcript), inverse=spec.negate)
     score = 1.0 if verdict.passed else 0.0
     return Scored(score, verdict.reason, [{"text": verdict.reason, "pass": verdict.passed}])
 

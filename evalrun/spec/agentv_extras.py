@@ -338,6 +338,10 @@ def normalize_grader(
     # AgentV's own options of a grader evalrun cannot run, or reads from its config
     if runs == "unsupported" or in_set or (agentv and runs == "command") or kind in CONFIG_OPTIONS:
         _options_to_config(grader, path, lines, keep_target=not in_set)
+    if agentv and kind.startswith("trajectory:") and isinstance(grader.get("config"), dict):
+        grader["config"].setdefault("no_transcript", "fail")  # AgentV scores 0 (docs/agents.md)
+    if agentv and kind == "tool-trajectory" and isinstance(grader.get("config"), dict):
+        grader["config"].setdefault("rules", "agentv")  # AgentV's scoring (docs/agents.md)
 
 
 def _known(kind: str) -> bool:

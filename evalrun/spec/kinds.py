@@ -78,7 +78,10 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("trajectory:tool-sequence", "check"),
         GraderKind("trajectory:tool-args-match", "check"),
         GraderKind("field-accuracy", "check"),
+        GraderKind("trajectory:step-count", "check"),
         _builtin("task-completion"),
+        # AgentV's goal judge: task-completion with the goal as its done-criteria
+        GraderKind("trajectory:goal-success", "builtin", module="graders.task_completion"),
         GraderKind(
             "assert-set",
             "unsupported",
@@ -101,6 +104,8 @@ CONFIG_OPTIONS = (
     "trajectory:tool-sequence",
     "trajectory:tool-args-match",
     "field-accuracy",
+    "trajectory:step-count",
+    "trajectory:goal-success",
 )
 
 

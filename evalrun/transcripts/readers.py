@@ -341,11 +341,224 @@ def _answered(open_calls: list[ToolCall], call_id: str | None) -> ToolCall | Non
     return None
 
 
+# --- pi: `pi --print --mode json` (docs/agents.md) -----------------------------------------
+
+
+class _PiCost(_Event):
+    total: float | None = None
+
+
+class _PiUsage(_Event):
+    input: int = 0
+    output: int = 0
+    cacheRead: int = 0  # noqa: N815 (pi's wire names)
+    cacheWrite: int = 0  # noqa: N815
+    cost: _PiCost | None = None
+
+    def usage(self) -> Usage:
+        return Usage(self.input + self.cacheRead + self.cacheWrite, self.output, self.cacheRead)
+
+
+class _PiBlock(_Event):
+    type: str
+    text: str | None = None
+    id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+
+
+class _PiMessage(_Event):
+    role: str
+    content: list[_PiBlock] | str = Field(default_factory=list)
+    usage: _PiUsage | None = None
+    stopReason: str | None = None  # noqa: N815
+    errorMessage: str | None = None  # noqa: N815
+    toolCallId: str | None = None  # noqa: N815
+    isError: bool = False  # noqa: N815
+
+
+class _PiEvent(_Event):
+    type: str
+    message: _PiMessage | None = None
+
+
+def _pi_text(content: list[_PiBlock] | str) -> str | None:
+    if isinstance(content, str):
+        return content
+    texts = [b.text for b in content if b.type == "text" and b.text is not None]
+    return "\n".join(texts) if texts else None
+
+
+def read_pi(text: str) -> Transcript:
+    """Each complete message (``message_end``) in order; the partial ``message_start`` and
+    ``message_update``, the ``tool_execution_*`` echoes and ``agent_end``'s copy of every
+    message are not read again. The prompt pi echoes as a user message is not a step."""
+    steps: list[Step] = []
+    calls: dict[str, ToolCall] = {}
+    for number, data in _lines(text):
+        event = _parse(_PiEvent, data, number)
+        if event.type != "message_end" or event.message is None:
+            continue
+        message = event.message
+        if message.role == "assistant":
+            if message.stopReason in ("error", "aborted"):
+                reason = message.errorMessage or message.stopReason
+                raise TranscriptError(f"the agent reported an error: {reason}", number)
+            step = Step("assistant", _pi_text(message.content))
+            for block in message.content if isinstance(message.content, list) else ():
+                if block.type == "toolCall":
+                    if block.name is None:
+                        raise TranscriptError("toolCall block without a name", number)
+                    call = ToolCall(block.name, block.arguments, block.id)
+                    step.tool_calls.append(call)
+                    calls[block.id or ""] = call
+            if message.usage is not None:
+                step.usage = message.usage.usage()
+                step.cost_usd = message.usage.cost.total if message.usage.cost else None
+            steps.append(step)
+        elif message.role == "toolResult":
+            call_ = calls.get(message.toolCallId or "")
+            if call_ is None:
+                raise TranscriptError(
+                    f"toolResult for an unknown toolCall id {message.toolCallId!r}", number
+                )
+            call_.result, call_.is_error = _pi_text(message.content), message.isError
+    answer = next((s.text for s in reversed(steps) if s.text), None)
+    usages = [s.usage for s in steps if s.usage is not None]
+    costs = [s.cost_usd for s in steps if s.cost_usd is not None]
+    total = None
+    for usage in usages:
+        total = usage if total is None else _add(total, usage)
+    return Transcript(
+        "pi", _require_answer(answer, "pi"), steps, total, sum(costs) if costs else None
+    )
+
+
+# --- GitHub Copilot CLI: `copilot -p --output-format json` (docs/agents.md) ------------------
+
+
+class _CopilotToolRequest(_Event):
+    toolCallId: str | None = None  # noqa: N815 (Copilot's wire names)
+    name: str | None = None
+    arguments: Any = None
+
+
+class _CopilotResult(_Event):
+    content: Any = None
+
+
+class _CopilotUsage(_Event):
+    inputTokens: int = 0  # noqa: N815
+    outputTokens: int = 0  # noqa: N815
+    cacheReadTokens: int | None = None  # noqa: N815
+
+
+class _CopilotModelMetrics(_Event):
+    usage: _CopilotUsage | None = None
+
+
+class _CopilotData(_Event):
+    content: str | None = None
+    toolRequests: list[_CopilotToolRequest] = Field(default_factory=list)  # noqa: N815
+    toolCallId: str | None = None  # noqa: N815
+    toolName: str | None = None  # noqa: N815
+    arguments: Any = None
+    success: bool | None = None
+    result: _CopilotResult | str | None = None
+    error: Any = None
+    name: str | None = None
+    message: str | None = None
+    modelMetrics: dict[str, _CopilotModelMetrics] | None = None  # noqa: N815
+
+
+class _CopilotEvent(_Event):
+    type: str
+    data: _CopilotData = Field(default_factory=_CopilotData)
+    timestamp: str | None = None
+
+
+def _copilot_result(data: _CopilotData) -> Any:
+    if isinstance(data.result, _CopilotResult):
+        return data.result.content
+    return data.result if data.result is not None else data.error
+
+
+def read_copilot(text: str) -> Transcript:
+    """``assistant.message`` events are the steps (text and ``toolRequests``);
+    ``tool.execution_complete`` gives a call its result; ``skill.invoked`` is a ``Skill`` call;
+    ``session.shutdown`` has the token totals; ``session.error`` is the agent's error."""
+    steps: list[Step] = []
+    calls: dict[str, ToolCall] = {}
+    total: Usage | None = None
+    started: str | None = None
+    duration: float | None = None
+    for number, data in _lines(text):
+        event = _parse(_CopilotEvent, data, number)
+        body = event.data
+        if event.type == "session.start":
+            started = event.timestamp
+        elif event.type == "assistant.message":
+            step = Step("assistant", body.content or None)
+            for request in body.toolRequests:
+                if request.name is None:
+                    raise TranscriptError("a tool request without a name", number)
+                call = ToolCall(request.name, request.arguments, request.toolCallId)
+                step.tool_calls.append(call)
+                calls[request.toolCallId or ""] = call
+            if step.text is not None or step.tool_calls:
+                steps.append(step)
+        elif event.type == "tool.execution_start" and body.toolCallId not in calls:
+            if body.toolName is None:
+                raise TranscriptError("tool.execution_start without a toolName", number)
+            call = ToolCall(body.toolName, body.arguments, body.toolCallId)
+            steps.append(Step("assistant", None, [call]))
+            calls[body.toolCallId or ""] = call
+        elif event.type == "tool.execution_complete":
+            call_ = calls.get(body.toolCallId or "")
+            if call_ is None:
+                raise TranscriptError(
+                    f"tool.execution_complete for an unknown toolCallId {body.toolCallId!r}",
+                    number,
+                )
+            call_.result = _copilot_result(body)
+            call_.is_error = body.success is False or body.error is not None
+        elif event.type == "skill.invoked" and body.name:
+            steps.append(Step("assistant", None, [ToolCall("Skill", {"skill": body.name})]))
+        elif event.type == "session.error":
+            raise TranscriptError(f"the agent reported an error: {body.message or ''}", number)
+        elif event.type == "session.shutdown":
+            for metrics in (body.modelMetrics or {}).values():
+                if metrics.usage is not None:
+                    u = metrics.usage
+                    usage = Usage(u.inputTokens, u.outputTokens, u.cacheReadTokens)
+                    total = usage if total is None else _add(total, usage)
+            duration = _elapsed_ms(started, event.timestamp)
+    answer = next((s.text for s in reversed(steps) if s.text), None)
+    transcript = Transcript("copilot", _require_answer(answer, "copilot"), steps, total)
+    transcript.duration_ms = duration
+    return transcript
+
+
+def _elapsed_ms(start: str | None, end: str | None) -> float | None:
+    """Milliseconds between two ISO 8601 times, None when either is missing or unreadable."""
+    from datetime import datetime
+
+    try:
+        begin = datetime.fromisoformat((start or "").replace("Z", "+00:00"))
+        finish = datetime.fromisoformat((end or "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    elapsed = (finish - begin).total_seconds() * 1000
+    return elapsed if elapsed >= 0 else None
+
+
 #: The ``transcript:`` values of a ``cli`` target and their readers.
 FORMATS: dict[str, Callable[[str], Transcript]] = {
     "claude-code": read_claude_code,
     "codex": read_codex,
+    "copilot": read_copilot,
     "jsonl": read_jsonl,
+    "pi": read_pi,
 }
 
 

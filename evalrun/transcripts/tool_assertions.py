@@ -1,10 +1,12 @@
-"""AgentV's trajectory assertions over an agent's tool calls: ``trajectory:tool-used``,
-``trajectory:tool-sequence`` and ``trajectory:tool-args-match`` (docs/agents.md, "AgentV's
-trajectory assertions").
+"""AgentV's trajectory assertions over an agent's run: ``trajectory:tool-used``,
+``trajectory:tool-sequence``, ``trajectory:tool-args-match`` and ``trajectory:step-count``
+(docs/agents.md, "AgentV's trajectory assertions").
 
 Each passes or fails. A tool is matched by a glob (``*``, ``?``, whole name, ignoring case),
 given as a string or as ``name`` / ``pattern``. Shell calls that carry a command
-(``exec_command``, ``local_shell``, ``shell``) are commands, not tools, and are not matched.
+(``exec_command``, ``local_shell``, ``shell``) are commands, not tools, and are not matched by
+the tool assertions. ``step-count`` counts every kind of step: messages, tools, commands, and
+tool results (AgentV's ``span`` steps).
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from evalrun.transcripts.model import Transcript
 
 _COMMAND_TOOLS = frozenset(("exec_command", "local_shell", "shell"))
 
 
+StepKind = Literal["tool", "command", "message", "span"]
+STEP_KINDS: tuple[str, ...] = ("tool", "command", "message", "reasoning", "search", "span")
+
+
 @dataclass(frozen=True)
-class ToolStep:
+class TrajectoryStep:
+    """One step as AgentV's trajectory assertions see it; ``aliases``: the names a pattern may
+    match (a command's text, its tool and its program; a message's name and kind)."""
+
+    kind: StepKind
     name: str
-    args: Any  # None: the call carried no arguments
+    args: Any = None  # None: the call carried no arguments
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -32,15 +43,29 @@ class AssertionVerdict:
     reason: str
 
 
-def tool_steps(transcript: Transcript) -> list[ToolStep]:
-    """The tool calls in order, arguments given as JSON text read as JSON."""
-    steps = []
-    for call in transcript.tool_calls:
-        args = _structured(call.arguments)
-        if call.name.lower() in _COMMAND_TOOLS and _command(args):
-            continue
-        steps.append(ToolStep(call.name, args))
+def trajectory_steps(transcript: Transcript) -> list[TrajectoryStep]:
+    """The run's steps in order, as AgentV builds them from the messages of a run: each message,
+    then each of its tool calls (arguments given as JSON text read as JSON) and, when the call
+    came back, its result; last the final answer (``final_response``)."""
+    steps: list[TrajectoryStep] = []
+    for message in transcript.messages():
+        steps.append(TrajectoryStep("message", "message", aliases=("message",)))
+        for call in message.get("tool_calls", ()):
+            name, args = str(call["tool"]), _structured(call["input"])
+            command = _command(args) if name.lower() in _COMMAND_TOOLS else None
+            if command:
+                aliases = tuple(dict.fromkeys((command, name, command.split()[0])))
+                steps.append(TrajectoryStep("command", command, args, aliases))
+            else:
+                steps.append(TrajectoryStep("tool", name, args, (name,)))
+            if call["output"] is not None:
+                steps.append(TrajectoryStep("span", "tool_result", aliases=("tool_result", "span")))
+    steps.append(TrajectoryStep("message", "final_response", aliases=("final_response", "message")))
     return steps
+
+
+def _tools(steps: list[TrajectoryStep]) -> list[TrajectoryStep]:
+    return [step for step in steps if step.kind == "tool"]
 
 
 def _structured(value: Any) -> Any:
@@ -80,13 +105,14 @@ def _label(matcher: Any) -> str:
     return str(matcher.get("pattern") or matcher.get("name") or "*")
 
 
-def _fits(step: ToolStep, matcher: Any) -> bool:
+def _fits(step: TrajectoryStep, matcher: Any) -> bool:
     if isinstance(matcher, dict):
         kinds = matcher.get("type")
-        if kinds is not None and "tool" not in (kinds if isinstance(kinds, list) else [kinds]):
+        if kinds is not None and step.kind not in (kinds if isinstance(kinds, list) else [kinds]):
             return False
     label = matcher if isinstance(matcher, str) else matcher.get("pattern") or matcher.get("name")
-    return not label or glob_fits(step.name, str(label))
+    names = step.aliases or (step.name,)
+    return not label or any(glob_fits(name, str(label)) for name in names)
 
 
 def _named(matcher: Any, what: str) -> Any:
@@ -97,14 +123,15 @@ def _named(matcher: Any, what: str) -> Any:
     raise ValueError(f"{what} must be a tool name or an object with name or pattern")
 
 
-def _names(steps: list[ToolStep]) -> str:
+def _names(steps: list[TrajectoryStep]) -> str:
     return ", ".join(s.name for s in steps) or "none"
 
 
-def tool_used(value: Any, steps: list[ToolStep], *, inverse: bool) -> AssertionVerdict:
+def tool_used(value: Any, steps: list[TrajectoryStep], *, inverse: bool) -> AssertionVerdict:
     """A name or list of names: each was called (``inverse``: none was). An object
     ``{name|pattern, min?, max?}``: the calls that fit number from ``min`` (default 1) to
     ``max`` (``inverse``: they do not)."""
+    steps = _tools(steps)
     seen = _names(steps)
     if isinstance(value, str) or (
         isinstance(value, list) and all(isinstance(v, str) for v in value)
@@ -132,8 +159,9 @@ def tool_used(value: Any, steps: list[ToolStep], *, inverse: bool) -> AssertionV
     return AssertionVerdict(within != inverse, ("not: " if inverse else "") + reason)
 
 
-def tool_sequence(value: Any, steps: list[ToolStep], *, inverse: bool) -> AssertionVerdict:
+def tool_sequence(value: Any, steps: list[TrajectoryStep], *, inverse: bool) -> AssertionVerdict:
     """``{mode: in_order (default) | exact, steps: [...]}`` or a bare list (in order)."""
+    steps = _tools(steps)
     given: list[Any]
     if isinstance(value, list):
         mode, given = "in_order", value
@@ -164,9 +192,10 @@ def tool_sequence(value: Any, steps: list[ToolStep], *, inverse: bool) -> Assert
     return AssertionVerdict(ok != inverse, ("not: " if inverse else "") + reason)
 
 
-def tool_args_match(value: Any, steps: list[ToolStep], *, inverse: bool) -> AssertionVerdict:
+def tool_args_match(value: Any, steps: list[TrajectoryStep], *, inverse: bool) -> AssertionVerdict:
     """``{name|pattern, args, mode: partial (default) | exact, ignore?, defaults?}``: some call
     that fits had these arguments (``inverse``: none had)."""
+    steps = _tools(steps)
     if not isinstance(value, dict):
         raise ValueError("trajectory:tool-args-match: value must be an object")
     _named(value, "trajectory:tool-args-match: value")
@@ -210,6 +239,48 @@ def tool_args_match(value: Any, steps: list[ToolStep], *, inverse: bool) -> Asse
     return AssertionVerdict((hit is not None) != inverse, ("not: " if inverse else "") + reason)
 
 
+def step_count(value: Any, steps: list[TrajectoryStep], *, inverse: bool) -> AssertionVerdict:
+    """``{type?, name|pattern?, min?, max?}``: the steps that fit (of these kinds, with a name
+    the glob matches) number from ``min`` to ``max`` (``inverse``: they do not)."""
+    if not isinstance(value, dict):
+        raise ValueError("trajectory:step-count: value must be {type?, name?, min?, max?}")
+    bounds = {k: value.get(k) for k in ("min", "max") if value.get(k) is not None}
+    if not bounds:
+        raise ValueError("trajectory:step-count: give min or max")
+    for key, bound in bounds.items():
+        if not isinstance(bound, (int, float)) or isinstance(bound, bool) or bound < 0:
+            raise ValueError(f"trajectory:step-count: {key} must be a number >= 0, got {bound!r}")
+    kinds = value.get("type")
+    listed = kinds if isinstance(kinds, list) else [] if kinds is None else [kinds]
+    unknown = [k for k in listed if k not in STEP_KINDS]
+    if unknown:
+        raise ValueError(
+            f"trajectory:step-count: type must be one of {', '.join(STEP_KINDS)}, got {unknown[0]!r}"
+        )
+    count = sum(_fits(step, value) for step in steps)
+    low, high = bounds.get("min"), bounds.get("max")
+    within = (low is None or count >= low) and (high is None or count <= high)
+    wanted = (
+        f"{low:g} to {high:g}"
+        if low is not None and high is not None
+        else f"at least {low:g}"
+        if low is not None
+        else f"at most {high:g}"
+    )
+    what = ", ".join(
+        part
+        for part in (
+            f"type={'|'.join(map(str, listed))}" if listed else "",
+            f"pattern={value.get('pattern') or value.get('name')}"
+            if value.get("pattern") or value.get("name")
+            else "",
+        )
+        if part
+    )
+    reason = f"{count} step(s){' for ' + what if what else ''}, wanted {wanted}"
+    return AssertionVerdict(within != inverse, ("not: " if inverse else "") + reason)
+
+
 def same(a: Any, b: Any) -> bool:
     """Deep equality as JSON sees it: ``true`` is not ``1``."""
     if isinstance(a, bool) or isinstance(b, bool):
@@ -242,4 +313,5 @@ ASSERTIONS = {
     "trajectory:tool-used": tool_used,
     "trajectory:tool-sequence": tool_sequence,
     "trajectory:tool-args-match": tool_args_match,
+    "trajectory:step-count": step_count,
 }

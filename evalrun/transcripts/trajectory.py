@@ -13,17 +13,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Mode = Literal["exact", "in-order", "any-order", "subset", "superset"]
-ArgsMode = Literal["exact", "subset", "ignore"]
+ArgsMode = Literal["exact", "subset", "superset", "ignore"]
 MODES: tuple[Mode, ...] = ("exact", "in-order", "any-order", "subset", "superset")
-ARGS_MODES: tuple[ArgsMode, ...] = ("exact", "subset", "ignore")
+ARGS_MODES: tuple[ArgsMode, ...] = ("exact", "subset", "superset", "ignore")
+#: an argument rule, or the fields (dot paths) that alone are compared
+ArgsRule = ArgsMode | tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Call:
-    """A tool call as the matcher sees it: its name and its arguments."""
+    """A tool call as the matcher sees it: its name and its arguments. On an expected call,
+    ``args_mode`` overrides the matcher's argument rule for that call alone."""
 
     name: str
     arguments: Any = None
+    args_mode: ArgsRule | None = None
+    #: expected call: the actual call took at most this long (unknown durations fit, as in
+    #: AgentV); actual call: how long it took, None when the agent did not say
+    duration_ms: float | None = None
 
 
 @dataclass
@@ -37,24 +44,59 @@ class Verdict:
     unexpected: list[int] = field(default_factory=list)
 
 
-def args_match(expected: Any, actual: Any, mode: ArgsMode) -> bool:
-    """``subset``: every key of the expected arguments is in the actual ones with an equal value
-    (no expected arguments, None, is the empty subset; other non-objects must be equal)."""
+def args_match(expected: Any, actual: Any, mode: ArgsRule) -> bool:
+    """Fields (a tuple): each field the expected arguments hold has an equal value in the actual
+    ones (AgentV's field list; a field absent from the expected arguments is not compared).
+    ``subset``: every key of the expected arguments is in the actual ones with an equal value
+    (no expected arguments, None, is the empty subset; other non-objects must be equal).
+    ``superset``: the other way round, every actual key is an expected one with an equal value
+    (no actual arguments, None, is the empty subset)."""
     if mode == "ignore" or (mode == "subset" and expected is None):
         return True
-    if mode == "subset" and isinstance(expected, dict) and isinstance(actual, dict):
+    if isinstance(mode, tuple):
+        return all(
+            _field(expected, path) == (_field(actual, path))
+            for path in mode
+            if _field(expected, path) is not _ABSENT
+        )
+    if mode == "superset" and actual is None:
+        return True
+    if mode == "superset":
+        expected, actual = actual, expected
+    if mode in ("subset", "superset") and isinstance(expected, dict) and isinstance(actual, dict):
         return all(key in actual and actual[key] == value for key, value in expected.items())
     return bool(expected == actual)
+
+
+_ABSENT = object()
+
+
+def within_limit(limit: float | None, took: float | None) -> bool:
+    """A call is within an expected call's duration limit unless both are known and it took
+    longer (an unreported duration is not held against the agent, as in AgentV)."""
+    return limit is None or took is None or took <= limit
+
+
+def _field(value: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
 
 
 def match_trajectory(
     expected: Sequence[Call],
     actual: Sequence[Call],
     mode: Mode = "exact",
-    args: ArgsMode = "exact",
+    args: ArgsRule = "exact",
 ) -> Verdict:
     def fits(e: Call, a: Call) -> bool:
-        return e.name == a.name and args_match(e.arguments, a.arguments, args)
+        return (
+            e.name == a.name
+            and args_match(e.arguments, a.arguments, e.args_mode or args)
+            and within_limit(e.duration_ms, a.duration_ms)
+        )
 
     if mode == "exact":
         return _exact(expected, actual, fits)
@@ -71,6 +113,33 @@ def match_trajectory(
     else:  # subset: every actual call is one of the expected ones
         passed, missing = not extra, []
     return Verdict(passed, _reason(expected, actual, missing, extra, mode), missing, extra)
+
+
+@dataclass
+class ShareVerdict:
+    """A scored verdict: the share of its assertions that held (AgentV's ``minimums`` and its
+    ``tool-trajectory`` scoring), each assertion's text and verdict."""
+
+    score: float
+    reason: str
+    checks: list[dict[str, Any]]
+
+
+def check_minimums(minimums: dict[str, int], actual: Sequence[Any]) -> ShareVerdict:
+    """``actual``: anything with a ``name`` (calls). Each tool is one assertion, held when it was
+    called at least its minimum number of times (names compared exactly)."""
+    counts: dict[str, int] = {}
+    for call in actual:
+        counts[call.name] = counts.get(call.name, 0) + 1
+    texts = [
+        f"{tool}: called {counts.get(tool, 0)} times (required >= {least})"
+        for tool, least in minimums.items()
+    ]
+    held = [counts.get(tool, 0) >= least for tool, least in minimums.items()]
+    checks: list[dict[str, Any]] = [
+        {"text": t, "pass": h} for t, h in zip(texts, held, strict=True)
+    ]
+    return ShareVerdict(sum(held) / len(held), "; ".join(texts), checks)
 
 
 def _exact(

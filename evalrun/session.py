@@ -59,7 +59,8 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    target: str | None = None
+    #: several: a matrix run, one column per target (docs/results.md, "A matrix run")
+    target: str | list[str] | None = None
     judge: str | None = None
     targets: Path | None = None
     workers: int = Field(4, ge=1)

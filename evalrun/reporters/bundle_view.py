@@ -212,7 +212,9 @@ def load_bundle(
     meta = reader.read_meta(run_dir)
     if scan is None:
         scan = scan_results(run_dir, by_case=(meta.repeat or 1) > 1)
-    run = scan.stats.build(unstable_bound=unstable_bound, seed=run_seed(meta))
+    run = scan.stats.build(
+        unstable_bound=unstable_bound, seed=run_seed(meta), order=meta.matrix or ()
+    )
     if meta.repeat is None:
         meta.repeat = run.max_repeat + 1
     return BundleView(

@@ -17,18 +17,41 @@ _INDENT = "    "
 def _head(view: BundleView) -> dict[str, Any]:
     """Everything but the failures, which are written one by one after it."""
     run = view.stats
-    return {
+    head = {
         "format": FORMAT,
         "run": {key: getattr(view.meta, key) for key in RUN_KEYS},
         **run.to_dict(),
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
         "judge_calls": view.judge_stats,
     }
+    if view.matrix:  # a run of one target keeps the keys it always had
+        head["run"]["matrix"] = view.meta.matrix
+        head["matrix"] = _matrix(view)
+    return head
 
 
-def _failure(case: CaseResult) -> dict[str, Any]:
+def _matrix(view: BundleView) -> dict[str, Any]:
+    """Rows are cases (problem rows first), columns targets; a cell is its status and score."""
+    grid = view.grid()
+    rows = [
+        {
+            "id": row.case_id,
+            "repeat": row.repeat,
+            "cells": {
+                column: {"status": case.status, "score": case.score}
+                for column in grid.columns
+                if (case := row.cells.get(column)) is not None
+            },
+        }
+        for row in grid.rows
+    ]
+    return {"columns": grid.columns, "rows": rows, "more_rows": grid.more}
+
+
+def _failure(case: CaseResult, matrix: bool) -> dict[str, Any]:
     return {
         "id": case.id,
+        **({"target": case.target} if matrix else {}),
         "repeat": case.repeat,
         "status": case.status,
         "score": case.score,
@@ -38,7 +61,7 @@ def _failure(case: CaseResult) -> dict[str, Any]:
 
 def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     """A case's entry in "failures", indented as it sits there."""
-    return (pretty_json(_failure(case)).replace("\n", "\n" + _INDENT),)
+    return (pretty_json(_failure(case, view.matrix)).replace("\n", "\n" + _INDENT),)
 
 
 class Writer:

@@ -16,7 +16,7 @@ from evalrun.results.models import CaseResult
 
 def column_of(case: CaseResult) -> str:
     """The column a result belongs to: its target's name ("" when the run named none)."""
-    return case.target or ""
+    return "" if case.target is None else str(case.target)
 
 
 def cell_label(case: CaseResult, columns: int) -> str:
@@ -53,19 +53,29 @@ class Matrix:
 
     columns: list[str]
     rows: list[MatrixRow]
+    #: rows left out beyond ``max_rows`` (the reports link to the full results instead)
+    more: int = 0
 
 
-def build_matrix(results: Iterable[CaseResult], order: Sequence[str] = ()) -> Matrix:
-    """The matrix of ``results`` (the last result of a cell wins, as everywhere)."""
+def build_matrix(
+    results: Iterable[CaseResult], order: Sequence[str] = (), *, max_rows: int | None = None
+) -> Matrix:
+    """The matrix of ``results`` (the last result of a cell wins, as everywhere). With
+    ``max_rows`` only the rows first met are kept (given in report order: the problem rows),
+    so memory stays bounded however many cases a run has."""
     rows: dict[tuple[str, int], MatrixRow] = {}
-    seen: list[str] = []
+    left_out: set[tuple[str, int]] = set()
+    seen: dict[str, None] = {}
     for case in results:
         key = (str(case.id), int(case.repeat or 0))
+        column = column_of(case)
+        seen.setdefault(column)
         row = rows.get(key)
         if row is None:
+            if max_rows is not None and len(rows) >= max_rows:
+                left_out.add(key)
+                continue
             row = rows[key] = MatrixRow(*key)
-        column = column_of(case)
         row.cells[column] = case
-        seen.append(column)
     ordered = sorted(rows.values(), key=lambda r: r.rank)  # stable: arrival order within a rank
-    return Matrix(column_order([*order, *seen]), ordered)
+    return Matrix(column_order([*order, *seen]), ordered, len(left_out))

@@ -40,6 +40,7 @@ def _brief_result(data: Any) -> CaseResult:
         score=data.get("score"),
         output=data.get("output"),
         repeat=data.get("repeat") or 0,
+        target=data.get("target"),
         timings=CaseTimings.from_dict(data.get("timings")),
         line=data.get("line"),
         graders=[

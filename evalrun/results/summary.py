@@ -387,14 +387,23 @@ class ColumnStats:
     def pass_rate(self) -> float | None:
         return self.counts.passed / self.counts.total if self.counts.total else None
 
+    @property
+    def pass_rate_ci(self) -> tuple[float, float] | None:
+        """95% Wilson interval, as the run's (docs/results.md#intervals)."""
+        return stats.wilson_interval(self.counts.passed, self.counts.total)
+
+    def mean_score_ci(self, seed: int = stats.RUN_SEED) -> tuple[float, float] | None:
+        """95% bootstrap interval with the run's seed, as the run's (docs/results.md#intervals)."""
+        return stats.run_mean_ci(self.scores, seed=seed)
+
     def to_dict(self, seed: int = stats.RUN_SEED) -> dict[str, Any]:
         return {
             "target": self.target,
             "counts": self.counts.to_dict(),
             "mean_score": self.mean_score,
-            "mean_score_ci": _pair(stats.run_mean_ci(self.scores, seed=seed)),
+            "mean_score_ci": _pair(self.mean_score_ci(seed)),
             "pass_rate": self.pass_rate,
-            "pass_rate_ci": _pair(stats.wilson_interval(self.counts.passed, self.counts.total)),
+            "pass_rate_ci": _pair(self.pass_rate_ci),
         }
 
 

@@ -183,6 +183,8 @@ class EvalRun:
                 line = writer.add_case(result)
                 for call in calls:
                     call.repeat = result.repeat
+                    if self.plan.matrix:  # whose cell it is, when the judge is shared
+                        call.column = result.target
                 call_lines = writer.add_judge_calls(calls)
             except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
                 self._write_error = f"case '{result.id}': {exc}"

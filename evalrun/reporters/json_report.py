@@ -26,26 +26,8 @@ def _head(view: BundleView) -> dict[str, Any]:
     }
     if view.matrix:  # a run of one target keeps the keys it always had
         head["run"]["matrix"] = view.meta.matrix
-        head["matrix"] = _matrix(view)
+        head["matrix"] = view.grid().to_dict()
     return head
-
-
-def _matrix(view: BundleView) -> dict[str, Any]:
-    """Rows are cases (problem rows first), columns targets; a cell is its status and score."""
-    grid = view.grid()
-    rows = [
-        {
-            "id": row.case_id,
-            "repeat": row.repeat,
-            "cells": {
-                column: {"status": case.status, "score": case.score}
-                for column in grid.columns
-                if (case := row.cells.get(column)) is not None
-            },
-        }
-        for row in grid.rows
-    ]
-    return {"columns": grid.columns, "rows": rows, "more_rows": grid.more}
 
 
 def _failure(case: CaseResult, matrix: bool) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from evalrun.results.models import CaseResult
 
@@ -55,6 +56,22 @@ class Matrix:
     rows: list[MatrixRow]
     #: rows left out beyond ``max_rows`` (the reports link to the full results instead)
     more: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``matrix`` of report.json and of ``evalrun view``'s run data (docs/results.md)."""
+        rows = [
+            {
+                "id": row.case_id,
+                "repeat": row.repeat,
+                "cells": {
+                    column: {"status": case.status, "score": case.score}
+                    for column in self.columns
+                    if (case := row.cells.get(column)) is not None
+                },
+            }
+            for row in self.rows
+        ]
+        return {"columns": self.columns, "rows": rows, "more_rows": self.more}
 
 
 def build_matrix(

@@ -225,6 +225,8 @@ def _project_defaults(args: list[str]) -> tuple[dict[str, Any] | None, Any]:
         values["files"] = found.evals
     names = PROJECT_OPTIONS[words]
     default_map: dict[str, Any] = {k: v for k, v in values.items() if names is None or k in names}
+    if words == ("run",) and isinstance(default_map.get("target"), str):  # run's is repeatable
+        default_map["target"] = [default_map["target"]]
     for word in reversed(words):
         default_map = {word: default_map}
     return default_map, found

@@ -231,5 +231,27 @@ def test_the_command_line_takes_target_twice(tmp_path: Path) -> None:
     done = run_cli(str(path), "--target", "paris-bot", "--target", "london-bot", "--out", str(out))
     assert done.returncode == 1, done.stderr
     assert "paris-bot" in done.stdout and "london-bot" in done.stdout
-    assert "all 2 targets: 6 cases: 2 passed, 4 failed" in done.stdout
+    assert "all 2 targets: 6 cells: 2 passed, 4 failed" in done.stdout
     assert "france @ london-bot" in done.stderr  # the progress lines name the cell
+
+
+def test_the_terminal_table_is_the_matrix_with_a_line_per_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from evalrun.commands.run import _print_table
+
+    path = project(tmp_path)
+    out = tmp_path / "run"
+    run(path, out, ["paris-bot", "london-bot"])
+    _, summary = read_bundle(out)
+    rows = read_case_results(out)
+    _print_table(rows, len(rows), summary, out)
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    header = next(line for line in lines if "case" in line)
+    assert header.index("paris-bot") < header.index("london-bot")
+    france = next(line for line in lines if " france " in line)
+    assert "passed 1.000" in france and "failed 0.000" in france
+    assert "paris-bot: 3 cases: 2 passed, 1 failed" in shown
+    assert "london-bot: 3 cases: 3 failed" in shown
+    assert "all 2 targets: 6 cells: 2 passed, 4 failed" in shown

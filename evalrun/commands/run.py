@@ -408,9 +408,9 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
 
 
-def _stats_line(stats: dict[str, Any], total: int) -> str:
+def _stats_line(stats: dict[str, Any], total: int, noun: str = "case") -> str:
     """``3 cases: 2 passed, 1 failed · pass rate ... · mean score ...`` of the run or of one
-    matrix column (the same keys, docs/results.md)."""
+    matrix column (the same keys, docs/results.md); a matrix's results are ``cell``s."""
     counts = stats.get("counts", {})
     mean = stats.get("mean_score")
     parts = [
@@ -418,7 +418,7 @@ def _stats_line(stats: dict[str, Any], total: int) -> str:
         for k in ("passed", "failed", "error", "unscored")
         if counts.get(k)
     ]
-    line = f"{_count_line(counts.get('total', total), stats.get('repeat') or 1)}: "
+    line = f"{_count_line(counts.get('total', total), stats.get('repeat') or 1, noun)}: "
     line += ", ".join(parts)
     if (rate_ci := stats.get("pass_rate_ci")) is not None:
         line += f" · pass rate {_bounded(stats['pass_rate'], rate_ci, '.0%')}"
@@ -463,7 +463,7 @@ def _print_matrix(console: Any, rows: list[CaseResult], total: int, summary: dic
         name = printable(str(column.get("target")))
         line = _stats_line({**column, "repeat": repeat}, 0)
         console.print(Text(f"{name}: {line}"), highlight=False, soft_wrap=True)
-    line = f"all {len(matrix.columns)} targets: {_stats_line(summary, total)}"
+    line = f"all {len(matrix.columns)} targets: {_stats_line(summary, total, 'cell')}"
     if summary.get("missing"):
         line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
@@ -481,14 +481,14 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _count_line(results: int, repeat: int) -> str:
+def _count_line(results: int, repeat: int, noun: str = "case") -> str:
     """``3 cases`` or, with --repeat, ``3 cases × 5 repeats = 15 results``."""
     if repeat <= 1:
-        return plural(results, "case")
+        return plural(results, noun)
     cases = results // repeat if results % repeat == 0 else None
     if cases is None:
-        return f"{plural(results, 'result')} ({plural(repeat, 'repeat')} per case)"
-    return f"{plural(cases, 'case')} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
+        return f"{plural(results, 'result')} ({plural(repeat, 'repeat')} per {noun})"
+    return f"{plural(cases, noun)} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
 
 
 #: what eval files are called (docs/eval-files.md); ``validate DIR`` checks these

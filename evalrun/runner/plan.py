@@ -145,7 +145,7 @@ def plan_run(
     if plan.matrix and options.executor == "ray":
         raise ConfigError(
             "--executor ray grades one target per run; run a matrix (several targets) with "
-            'the local executor (docs/distributed.md, "Limits")'
+            'the local executor (docs/results.md, "A matrix run")'
         )
     if options.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"--executor ray needs Ray: {install_hint('ray')}")

@@ -218,6 +218,14 @@ def test_the_eval_file_may_name_the_matrix(tmp_path: Path) -> None:
     evalrun.run(path, out=out, quiet=True)
     _, summary = read_bundle(out)
     assert summary["matrix"] == ["london-bot", "paris-bot"]
+    unknown = project(
+        tmp_path,
+        SUITE.replace("description: capitals", "description: c\ntargets: [paris-bot, nope-bot]"),
+        name="unknown",
+    )
+    with pytest.raises(EvalError) as caught:
+        evalrun.run(unknown, out=tmp_path / "u", quiet=True)
+    assert f"{unknown}:3: targets[1]: unknown target 'nope-bot'" in str(caught.value)
     # --target still overrides the file, and one --target is a plain run
     run(path, tmp_path / "one", "wordy-bot")
     _, one = read_bundle(tmp_path / "one")

@@ -263,3 +263,26 @@ def test_the_terminal_table_is_the_matrix_with_a_line_per_target(
     assert "paris-bot: 3 cases: 2 passed, 1 failed" in shown
     assert "london-bot: 3 cases: 3 failed" in shown
     assert "all 2 targets: 6 cells: 2 passed, 4 failed" in shown
+
+
+def test_resume_grades_an_errored_cell_again_and_its_last_line_wins(tmp_path: Path) -> None:
+    path = project(tmp_path)
+    out = tmp_path / "run"
+    run(path, out, ["paris-bot", "london-bot"])
+    results = out / "results.jsonl"
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    for line in lines:
+        if (line["id"], line["target"]) == ("france", "paris-bot"):
+            line.update(status="error", score=None, error="target 'paris-bot' failed: boom")
+    results.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    run(path, out, ["paris-bot", "london-bot"], resume=out)
+    after, summary = read_bundle(out)
+    assert len(after) == 7  # appended, never rewritten
+    assert (after[-1]["id"], after[-1]["target"], after[-1]["status"]) == (
+        "france",
+        "paris-bot",
+        "passed",
+    )
+    assert summary["counts"] == {"passed": 2, "failed": 4, "error": 0, "unscored": 0, "total": 6}
+    paris = next(c for c in summary["columns"] if c["target"] == "paris-bot")
+    assert paris["counts"]["error"] == 0 and paris["counts"]["passed"] == 2

@@ -101,6 +101,10 @@ def test_every_report_shows_the_matrix(tmp_path: Path) -> None:
     html = (out / "report.html").read_text().replace("<wbr>", "")
     assert 'id="matrix-table"' in html and 'id="column-table"' in html
     assert "france @ london-bot" in html
+    # the run wrote them as `evalrun report` does, byte for byte
+    written = {name: (out / name).read_bytes() for name in ("report.md", "report.html")}
+    write_reports(out, ("md", "html"))
+    assert {name: (out / name).read_bytes() for name in written} == written
     junit = (out / "junit.xml").read_text()
     assert 'name="france @ london-bot"' in junit and 'name="france @ paris-bot"' in junit
     write_reports(out, ("json",))

@@ -290,3 +290,22 @@ def test_resume_grades_an_errored_cell_again_and_its_last_line_wins(tmp_path: Pa
     assert summary["counts"] == {"passed": 2, "failed": 4, "error": 0, "unscored": 0, "total": 6}
     paris = next(c for c in summary["columns"] if c["target"] == "paris-bot")
     assert paris["counts"]["error"] == 0 and paris["counts"]["passed"] == 2
+
+
+def test_history_gives_each_target_of_a_matrix_run_its_own_point(tmp_path: Path) -> None:
+    from evalrun.results.index import IndexedRun, list_runs, record
+    from evalrun.viewer.catalog import history
+
+    path = project(tmp_path)
+    index = tmp_path / "index.sqlite"
+    for name, targets in (("one", "paris-bot"), ("two", ["paris-bot", "london-bot"])):
+        out = tmp_path / name
+        outcome = run(path, out, targets)
+        _, summary = read_bundle(out)
+        record(index, IndexedRun.from_summary(summary, out, outcome.exit_code, None))
+    assert [r.target for r in list_runs(index)] == ["paris-bot, london-bot", "paris-bot"]
+    series = {s["target"]: s["points"] for s in history(index, "capitals")["series"]}
+    assert list(series) == ["paris-bot", "london-bot"]
+    assert [p["id"] for p in series["paris-bot"]] == [1, 2]
+    assert series["paris-bot"][1]["pass_rate"] == pytest.approx(2 / 3)
+    assert series["london-bot"][0]["pass_rate"] == 0.0 and series["london-bot"][0]["total"] == 3

@@ -309,3 +309,22 @@ def test_history_gives_each_target_of_a_matrix_run_its_own_point(tmp_path: Path)
     assert [p["id"] for p in series["paris-bot"]] == [1, 2]
     assert series["paris-bot"][1]["pass_rate"] == pytest.approx(2 / 3)
     assert series["london-bot"][0]["pass_rate"] == 0.0 and series["london-bot"][0]["total"] == 3
+
+
+def test_the_response_cache_keeps_each_targets_answers_apart(tmp_path: Path) -> None:
+    """A second run answers every cell from the cache, each with its own target's answer."""
+    path = project(tmp_path)
+    (tmp_path / "targets.yaml").write_text(
+        TARGETS.replace("kind: mock,", "kind: mock, cache: true,")
+    )
+    cache = tmp_path / "cache"
+    for name in ("first", "second"):
+        run(path, tmp_path / name, ["paris-bot", "london-bot"], cache_dir=cache)
+    first, _ = read_bundle(tmp_path / "first")
+    second, _ = read_bundle(tmp_path / "second")
+    asked = [line for line in second if line["id"] != "recorded"]
+    assert len(asked) == 4 and all(line["usage"]["target"]["cached"] for line in asked)
+    assert not any(line.get("usage", {}).get("target", {}).get("cached") for line in first)
+    answers = {(line["id"], line["target"]): line["output"] for line in asked}
+    assert answers[("france", "paris-bot")] == "It is Paris."
+    assert answers[("france", "london-bot")] == "It is London."

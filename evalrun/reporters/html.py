@@ -187,7 +187,7 @@ def _matrix_section(view: BundleView) -> str:
                 cells.append('<td data-v="">–</td>')
                 continue
             cells.append(
-                f'<td class="cell" data-v="{PROBLEMS_FIRST.get(case.status, 0)}">'
+                f'<td class="num cell" data-v="{PROBLEMS_FIRST.get(case.status, 0)}">'
                 f"{_badge(case.status)} {e(fmt.score(case.score))}</td>"
             )
         body.append(f'<tr data-status="{e(_worst(row.cells.values()))}">{"".join(cells)}</tr>')
@@ -198,7 +198,7 @@ def _matrix_section(view: BundleView) -> str:
         else ""
     )
     return (
-        f'<section id="matrix"><h2>Matrix: {len(grid.columns)} targets × cases</h2>'
+        f'<section id="matrix"><h2>Matrix: {len(grid.rows) + grid.more} cases × {len(grid.columns)} targets</h2>'
         f"{matrix}{more}<h3>Per target</h3>{columns}</section>"
     )
 

@@ -129,10 +129,8 @@ def tidy_help(command: Any, ctx: Any) -> None:
 
 def _why_one_value(name: str | None) -> str:
     """Why an option takes one value, where "it takes one value" is not the whole story."""
-    if name == "target":
-        from evalrun.spec.agentv_current import ONE_TARGET  # only when refusing
-
-        return f"{ONE_TARGET} (run the file once per target)"
+    if name == "target":  # `validate`: a run takes several (docs/results.md, "A matrix run")
+        return "validate checks with one target at a time"
     if name == "judge":
         return "one judge per run; for a panel give the eval file `judge: [a, b]` (docs/judges.md)"
     return "it takes one value"
@@ -228,6 +226,8 @@ def _project_defaults(args: list[str]) -> tuple[dict[str, Any] | None, Any]:
         values["files"] = found.evals
     names = PROJECT_OPTIONS[words]
     default_map: dict[str, Any] = {k: v for k, v in values.items() if names is None or k in names}
+    if words == ("run",) and isinstance(default_map.get("target"), str):  # run's is repeatable
+        default_map["target"] = [default_map["target"]]
     for word in reversed(words):
         default_map = {word: default_map}
     return default_map, found

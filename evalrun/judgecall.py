@@ -40,13 +40,16 @@ class JudgeCall:
     cost_usd: float | None = None
     #: the repeat of the case the call belongs to (set by the runner; None in a grader check)
     repeat: int | None = None
+    #: the target of the case's matrix column, in a matrix run only (set by the runner;
+    #: docs/results.md, "A matrix run")
+    column: str | None = None
     #: when the call ended, in ns since the epoch (set by the proxy): the trace's judge-call
     #: span ends there (docs/otel.md). In memory only, never written to the log.
     finished_ns: int | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The line of ``judge-calls.jsonl``: keys that say nothing (no error, no panel, no
-        warnings, no cost, no repeat) are left out."""
+        warnings, no cost, no repeat, no column) are left out."""
         out = {name: getattr(self, name) for name in _ALWAYS}
         for name in _WHEN_SET:
             value = getattr(self, name)
@@ -78,9 +81,10 @@ class JudgeCall:
             warnings=list(data.get("warnings") or ()),
             cost_usd=data.get("cost_usd"),
             repeat=data.get("repeat"),
+            column=data.get("column"),
         )
 
 
-_WHEN_SET = ("error_code", "panel", "warnings", "cost_usd", "repeat")
+_WHEN_SET = ("error_code", "panel", "warnings", "cost_usd", "repeat", "column")
 _IN_MEMORY = ("finished_ns",)
 _ALWAYS = tuple(f.name for f in fields(JudgeCall) if f.name not in (*_WHEN_SET, *_IN_MEMORY))

@@ -59,7 +59,8 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    target: str | None = None
+    #: several: a matrix run, one column per target (docs/results.md, "A matrix run")
+    target: str | list[str] | None = None
     judge: str | None = None
     targets: Path | None = None
     workers: int = Field(4, ge=1)
@@ -252,7 +253,10 @@ def problems_line(problems: list[str], what: str) -> str:
 def execute(prepared: Prepared, say: Say) -> Finished:
     """Grade every case into the bundle (EvalError when the executor could not start)."""
     options, writer = prepared.options, prepared.writer
-    drafts = _report_drafts(options, writer, len(prepared.run.plan.cases))
+    plan = prepared.run.plan
+    # a matrix run's reports are written from the bundle: its cells share case ids, which the
+    # drafts key judge calls by (docs/reports.md, "When reports are written")
+    drafts = None if plan.matrix else _report_drafts(options, writer, len(plan.cases))
     try:
         outcome = asyncio.run(prepared.run.run(writer, drafts.add if drafts else None))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written

@@ -331,9 +331,10 @@ def test_example_eval_files_point_editors_at_the_schema() -> None:
         assert target == (ROOT / "docs" / "schemas" / "eval.schema.json").resolve(), path
 
 
-def test_more_than_one_provider_is_a_usage_error_not_the_first_one(tmp_path: Path) -> None:
-    """``providers: [a, b]`` asks for a targets-by-cases matrix evalrun does not build: it
-    says so (exit 2) rather than running the first provider alone."""
+def test_several_providers_are_the_columns_of_a_matrix_run(tmp_path: Path) -> None:
+    """``providers: [a, b]`` is a targets-by-cases matrix (docs/results.md, "A matrix run"):
+    every provider is a column, in order, never the first one alone; beside ``target`` it is
+    an error at the line of the key."""
     path = write(
         tmp_path,
         """
@@ -346,11 +347,20 @@ def test_more_than_one_provider_is_a_usage_error_not_the_first_one(tmp_path: Pat
             assert: [{type: icontains, value: hi}]
         """,
     )
+    loaded = load_eval(path)
+    assert loaded.spec.targets == ["sut", "other"] and loaded.spec.target is None
+    assert loaded.where(("targets", 1)) == f"{path}:5: targets[1]"
+    both = write(
+        tmp_path,
+        """
+        description: both
+        target: sut
+        providers: [a, b]
+        tests:
+          - vars: {input: hi}
+            assert: [{type: icontains, value: hi}]
+        """,
+    )
     with pytest.raises(EvalFileError) as caught:
-        load_eval(path)
-    assert f"{path}:3: providers: 2 providers (sut, other)" in str(caught.value)
-    assert "one target per run; the targets-by-cases matrix is not built yet" in str(caught.value)
-    result = run_cli(str(path), "--target", "mock", "--out", str(tmp_path / "o"))
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert "one target per run" in result.stderr
-    assert not (tmp_path / "o").exists()
+        load_eval(both)
+    assert "give 'providers' or 'target', not both" in str(caught.value)

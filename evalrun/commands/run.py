@@ -65,12 +65,13 @@ def run(
         "docs/config.md).",
         show_default=False,
     ),
-    target: str | None = typer.Option(
+    target: list[str] | None = typer.Option(
         None,
         "--target",
         "-t",
         metavar="NAME",
-        help="Target that answers the cases (overrides the file).",
+        help="Target that answers the cases (overrides the file); repeat it for a "
+        "targets-by-cases matrix in one run.",
     ),
     judge: str | None = typer.Option(
         None,
@@ -199,7 +200,7 @@ def run(
     if verbose:
         _say_project(ctx.obj)
     options: dict[str, Any] = dict(
-        target=target,
+        target=(target[0] if len(target) == 1 else list(target)) if target else None,
         judge=judge,
         targets=targets,
         workers=workers,
@@ -380,6 +381,10 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     title = printable(summary.get("description") or summary.get("eval") or "", multiline=True)
     # soft_wrap: no line breaks of rich's own, so no user text can land at a line's start
     console.print(Text(title), style="bold", highlight=False, soft_wrap=True)
+    if summary.get("matrix"):
+        _print_matrix(console, rows, total, summary)
+        console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
+        return
     table = Table()
     table.add_column("case")
     repeats = any(c.repeat for c in rows)
@@ -403,25 +408,76 @@ def _print_table(rows: list[CaseResult], total: int, summary: dict, out: Path) -
     console.print(table)
     if total > len(rows):
         console.print(f"… and {total - len(rows)} more (all cases: report.md, report.html)")
-    counts = summary.get("counts", {})
-    mean = summary.get("mean_score")
-    parts = [
-        f"{counts.get(k, 0)} {k}"
-        for k in ("passed", "failed", "error", "unscored")
-        if counts.get(k)
-    ]
-    line = f"{_count_line(counts.get('total', total), summary.get('repeat') or 1)}: "
-    line += ", ".join(parts)
-    if (rate_ci := summary.get("pass_rate_ci")) is not None:
-        line += f" · pass rate {_bounded(summary['pass_rate'], rate_ci, '.0%')}"
-    if mean is not None:
-        line += f" · mean score {_bounded(mean, summary.get('mean_score_ci'), '.3f')}"
+    line = _stats_line(summary, total)
     if summary.get("missing"):
         line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):
         line += " · [bold yellow]interrupted (incomplete)[/]"
     console.print(line, highlight=False)
     console.print(Text(f"run bundle: {printable(out)}"), highlight=False, soft_wrap=True)
+
+
+def _stats_line(stats: dict[str, Any], total: int, noun: str = "case") -> str:
+    """``3 cases: 2 passed, 1 failed · pass rate ... · mean score ...`` of the run or of one
+    matrix column (the same keys, docs/results.md); a matrix's results are ``cell``s."""
+    counts = stats.get("counts", {})
+    mean = stats.get("mean_score")
+    parts = [
+        f"{counts.get(k, 0)} {k}"
+        for k in ("passed", "failed", "error", "unscored")
+        if counts.get(k)
+    ]
+    line = f"{_count_line(counts.get('total', total), stats.get('repeat') or 1, noun)}: "
+    line += ", ".join(parts)
+    if (rate_ci := stats.get("pass_rate_ci")) is not None:
+        line += f" · pass rate {_bounded(stats['pass_rate'], rate_ci, '.0%')}"
+    if mean is not None:
+        line += f" · mean score {_bounded(mean, stats.get('mean_score_ci'), '.3f')}"
+    return line
+
+
+def _print_matrix(console: Any, rows: list[CaseResult], total: int, summary: dict) -> None:
+    """A matrix run's table: a row per case, a column per target, each cell its status and
+    score; then a line per column and the run's line (docs/results.md, "A matrix run")."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from evalrun.results.matrix import build_matrix
+
+    matrix = build_matrix(rows, summary.get("matrix") or ())
+    table = Table()
+    table.add_column("case")
+    repeats = any(c.repeat for c in rows)
+    if repeats:
+        table.add_column("rep", justify="right")
+    for column in matrix.columns:
+        table.add_column(Text(printable(column)), justify="right")
+    for row in matrix.rows:
+        cells: list[str | Text] = [Text(printable(row.case_id))]
+        if repeats:
+            cells.append(str(row.repeat))
+        for column in matrix.columns:
+            case = row.cells.get(column)
+            if case is None:
+                cells.append(Text("·"))  # not among the rows kept for the table
+                continue
+            score = "" if case.score is None else f" {case.score:.3f}"
+            cells.append(Text(case.status + score, style=_STYLE[case.status]))
+        table.add_row(*cells)
+    console.print(table)
+    if total > len(rows):
+        console.print(f"… and {total - len(rows)} more results (all: report.md, report.html)")
+    repeat = summary.get("repeat") or 1
+    for column in summary.get("columns") or ():
+        name = printable(str(column.get("target")))
+        line = _stats_line({**column, "repeat": repeat}, 0)
+        console.print(Text(f"{name}: {line}"), highlight=False, soft_wrap=True)
+    line = f"all {len(matrix.columns)} targets: {_stats_line(summary, total, 'cell')}"
+    if summary.get("missing"):
+        line += f" · [bold red]{summary['missing']} not recorded[/]"
+    if summary.get("interrupted"):
+        line += " · [bold yellow]interrupted (incomplete)[/]"
+    console.print(line, highlight=False)
 
 
 def _bounded(value: float, ci: list[float] | None, spec: str) -> str:
@@ -434,14 +490,14 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _count_line(results: int, repeat: int) -> str:
+def _count_line(results: int, repeat: int, noun: str = "case") -> str:
     """``3 cases`` or, with --repeat, ``3 cases × 5 repeats = 15 results``."""
     if repeat <= 1:
-        return plural(results, "case")
+        return plural(results, noun)
     cases = results // repeat if results % repeat == 0 else None
     if cases is None:
-        return f"{plural(results, 'result')} ({plural(repeat, 'repeat')} per case)"
-    return f"{plural(cases, 'case')} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
+        return f"{plural(results, 'result')} ({plural(repeat, 'repeat')} per {noun})"
+    return f"{plural(cases, noun)} × {plural(repeat, 'repeat')} = {plural(results, 'result')}"
 
 
 #: what eval files are called (docs/eval-files.md); ``validate DIR`` checks these
@@ -520,7 +576,7 @@ def _validate_one(
         return problems
     graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
     line = f"{file}: ok ({plural(len(loaded.tests), 'test')}, {plural(graders, 'grader')})"
-    if not (target or judge or loaded.spec.target or loaded.spec.judge):
+    if not (target or judge or loaded.spec.target or loaded.spec.targets or loaded.spec.judge):
         line += "; it names no target: pass --target when you run it"
     return line
 

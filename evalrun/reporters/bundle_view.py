@@ -21,6 +21,7 @@ from evalrun.errors import UserError
 from evalrun.judgecall import JudgeCall
 from evalrun.results import bundle, reader, stats
 from evalrun.results.agentv_run import INDEX, is_agentv_run, is_evalrun_bundle
+from evalrun.results.matrix import Matrix, build_matrix, cell_label, column_of
 from evalrun.results.models import CaseResult, GraderOutcome
 from evalrun.results.scan import CaseIndex, ResultScan, scan_results
 from evalrun.results.summary import (
@@ -34,6 +35,9 @@ from evalrun.results.summary import (
 
 #: How long a one-line reason may be (a table cell, a CI failure message).
 REASON_LIMIT = 240
+#: Rows of a matrix run's matrix the reports show (problem rows first); results.jsonl and the
+#: case sections have every result.
+MATRIX_ROWS = 500
 
 
 #: Runs with more results than this show passed cases compactly: no per-case details in
@@ -47,18 +51,29 @@ class CaseView(Protocol):
 
     @property
     def repeats(self) -> RepeatStats | None: ...
+    @property
+    def matrix(self) -> bool: ...
     def label(self, case: CaseResult) -> str: ...
     def calls_for(self, case: CaseResult) -> list[JudgeCall]: ...
 
 
-def case_label(case: CaseResult, repeats: RepeatStats | None) -> str:
-    """The case id, with the repeat index when the run has repeats."""
-    return f"{case.id} [repeat {case.repeat}]" if repeats else str(case.id)
+def case_label(case: CaseResult, repeats: RepeatStats | None, matrix: bool = False) -> str:
+    """The case id, with its target in a matrix run (docs/results.md, "A matrix run") and the
+    repeat index when the run has repeats."""
+    label = cell_label(case, 2 if matrix else 1)
+    return f"{label} [repeat {case.repeat}]" if repeats else label
 
 
 def calls_of_repeat(case: CaseResult, calls: Iterable[JudgeCall]) -> list[JudgeCall]:
-    """Of a case's judge calls, those of its repeat (all of them when the log records none)."""
-    return [c for c in calls if c.repeat is None or c.repeat == case.repeat]
+    """Of a case's judge calls, those of its repeat and its matrix column (all of them when
+    the log records none)."""
+    column = column_of(case)
+    return [
+        c
+        for c in calls
+        if (c.repeat is None or c.repeat == case.repeat)
+        and (c.column is None or c.column == column)
+    ]
 
 
 class BundleNotFound(UserError, FileNotFoundError):
@@ -122,6 +137,7 @@ class BundleView:
     _last_calls: tuple[CaseResult, list[JudgeCall]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _grid: Matrix | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def cases(self) -> Iterator[CaseResult]:
@@ -153,6 +169,21 @@ class BundleView:
         return self.stats.repeats
 
     @property
+    def matrix(self) -> bool:
+        """Whether the results span several targets (docs/results.md, "A matrix run")."""
+        return self.stats.matrix
+
+    def grid(self) -> Matrix:
+        """A matrix run's grid, problem rows first, read in one more pass over the results
+        (brief: what a cell shows), holding at most ``MATRIX_ROWS`` rows; read once, as
+        every report of the view shows it."""
+        if self._grid is None:
+            order = [c.target for c in self.stats.columns]
+            brief = self.read_at(self.index.offsets(), brief=True)
+            self._grid = build_matrix(brief, order, max_rows=MATRIX_ROWS)
+        return self._grid
+
+    @property
     def title(self) -> str:
         return self.meta.eval or self.run_dir.resolve().name
 
@@ -171,7 +202,7 @@ class BundleView:
         return reader.results_at(self.run_dir, offsets, brief=brief)
 
     def label(self, case: CaseResult) -> str:
-        return case_label(case, self.repeats)
+        return case_label(case, self.repeats, self.matrix)
 
     def calls_for(self, case: CaseResult) -> list[JudgeCall]:
         """Judge calls of this case (and this repeat, when the log records repeats). The last
@@ -212,7 +243,9 @@ def load_bundle(
     meta = reader.read_meta(run_dir)
     if scan is None:
         scan = scan_results(run_dir, by_case=(meta.repeat or 1) > 1)
-    run = scan.stats.build(unstable_bound=unstable_bound, seed=run_seed(meta))
+    run = scan.stats.build(
+        unstable_bound=unstable_bound, seed=run_seed(meta), order=meta.matrix or ()
+    )
     if meta.repeat is None:
         meta.repeat = run.max_repeat + 1
     return BundleView(

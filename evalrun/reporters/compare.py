@@ -14,6 +14,7 @@ from typing import Any
 
 from evalrun.reporters.bundle_view import BundleView
 from evalrun.results import stats
+from evalrun.results.matrix import cell_label
 from evalrun.results.models import CaseResult
 
 TIE_TOLERANCE = 1e-9
@@ -140,10 +141,13 @@ def _status(statuses: list[str]) -> str:
     return statuses[0] if len(set(statuses)) == 1 else "mixed"
 
 
-def case_scores(cases: Iterable[CaseResult]) -> dict[str, CaseScores]:
+def case_scores(cases: Iterable[CaseResult], matrix: bool = False) -> dict[str, CaseScores]:
+    """Each case's status and score, its repeats averaged; in a matrix run each cell is a case,
+    named ``id @ target``, so two matrix runs pair cell by cell (docs/reports.md)."""
     grouped: dict[str, list[CaseResult]] = {}
+    columns = 2 if matrix else 1
     for case in cases:
-        grouped.setdefault(case.id, []).append(case)
+        grouped.setdefault(cell_label(case, columns), []).append(case)
     out = {}
     for cid, runs in grouped.items():
         per_grader: dict[str, list[float]] = {}
@@ -197,7 +201,7 @@ def compare_bundles(
     seed: int | None = 0,
     resamples: int = 10_000,
 ) -> Comparison:
-    before, after = case_scores(base.cases), case_scores(new.cases)
+    before, after = case_scores(base.cases, base.matrix), case_scores(new.cases, new.matrix)
     shared = sorted(cid for cid in before if cid in after)
     options: dict[str, Any] = {"confidence": confidence, "seed": seed, "resamples": resamples}
     overall = _group(

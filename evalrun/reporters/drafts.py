@@ -45,6 +45,7 @@ class _DraftView:
     ids as labels): a case's judge calls are those written with it."""
 
     repeats = None
+    matrix = False
 
     def __init__(self) -> None:
         self.calls: list[JudgeCall] = []
@@ -111,7 +112,8 @@ class ReportDrafts:
 
     def fit(self, view: BundleView) -> bool:
         """Whether drafts may stand in for this view's cases at all."""
-        return not self.broken and view.repeats is None and not view.compact
+        fits = view.repeats is None and not view.compact and not view.matrix
+        return not self.broken and fits
 
     def get(self, view: BundleView, offset: int, modules: list[str]) -> Draft | None:
         """The draft of the result at ``offset`` with a section for each of ``modules``, if the

@@ -23,6 +23,7 @@ from evalrun.reporters.bundle_view import (
     case_problems,
     case_reason,
 )
+from evalrun.results.matrix import cell_label
 from evalrun.results.models import STATUSES, CaseResult, GraderOutcome
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.results.summary import SCORE_BINS, Series
@@ -128,7 +129,7 @@ def _run_section(view: BundleView) -> str:
     if s.interrupted:
         state += " (interrupted)"
     items = [
-        ("Target", s.target),
+        ("Targets", ", ".join(s.matrix)) if s.matrix else ("Target", s.target),
         ("Judge", s.judge),
         ("Started", s.started_at),
         ("Finished", s.finished_at),
@@ -141,6 +142,69 @@ def _run_section(view: BundleView) -> str:
     ]
     meta = "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in items if v is not None)
     return f'<section id="run"><h2>Run</h2><dl class="meta">{meta}</dl></section>'
+
+
+def _matrix_section(view: BundleView) -> str:
+    """A matrix run (docs/results.md, "A matrix run"): a card of counts, mean and pass rate
+    per target, then a row per case with each target's status and score, problem rows
+    first."""
+    if not view.matrix:
+        return ""
+    seed = view.stats.seed
+    header = [
+        _th("Target", "text"),
+        _th("Results", "num"),
+        *(_th(status, "num") for status in STATUSES),
+        _th("Mean score", "num"),
+        _th("Pass rate", "num"),
+    ]
+    rows = [
+        f"<tr><td>{_breakable(c.target)}</td>{_td_num(c.counts.total, str(c.counts.total))}"
+        + "".join(_td_num(c.counts.of(s), str(c.counts.of(s))) for s in STATUSES)
+        + _td_num(
+            c.mean_score, fmt.interval(fmt.score(c.mean_score), c.mean_score_ci(seed), fmt.score)
+        )
+        + _td_num(c.pass_rate, fmt.interval(fmt.percent(c.pass_rate), c.pass_rate_ci, fmt.percent))
+        + "</tr>"
+        for c in view.stats.columns
+    ]
+    columns = _table(header, rows, cls="sortable", attrs=' id="column-table"')
+    grid = view.grid()
+    repeats = view.repeats is not None
+    head = [
+        _th("Case", "text"),
+        *([_th("Repeat", "num")] if repeats else []),
+        *(_th(column, "num") for column in grid.columns),
+    ]
+    body = []
+    for row in grid.rows:
+        cells = [f'<td class="id">{_breakable(row.case_id)}</td>']
+        if repeats:
+            cells.append(_td_num(row.repeat, str(row.repeat)))
+        for column in grid.columns:
+            case = row.cells.get(column)
+            if case is None:
+                cells.append('<td data-v="">–</td>')
+                continue
+            cells.append(
+                f'<td class="num cell" data-v="{PROBLEMS_FIRST.get(case.status, 0)}">'
+                f"{_badge(case.status)} {e(fmt.score(case.score))}</td>"
+            )
+        body.append(f'<tr data-status="{e(_worst(row.cells.values()))}">{"".join(cells)}</tr>')
+    matrix = _table(head, body, cls="sortable matrix", attrs=' id="matrix-table"')
+    more = (
+        f'<p class="note">… and {grid.more} more rows: every result is in results.jsonl.</p>'
+        if grid.more
+        else ""
+    )
+    return (
+        f'<section id="matrix"><h2>Matrix: {len(grid.rows) + grid.more} cases × {len(grid.columns)} targets</h2>'
+        f"{matrix}{more}<h3>Per target</h3>{columns}</section>"
+    )
+
+
+def _worst(cases: Iterable[CaseResult]) -> str:
+    return min((c.status for c in cases), key=lambda s: PROBLEMS_FIRST.get(s, 0), default="")
 
 
 def _breakable(text: str) -> str:
@@ -547,7 +611,7 @@ def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     duration = case_duration_s(case)
     row = (
         f'<tr class="case-row" tabindex="0" aria-expanded="false">'
-        f'<td class="id">{_breakable(case.id)}</td>'
+        f'<td class="id">{_breakable(cell_label(case, 2 if view.matrix else 1))}</td>'
         f"{_td_num(case.repeat, str(case.repeat)) if repeats else ''}"
         f'<td data-v="{PROBLEMS_FIRST.get(case.status, 0)}">{_badge(case.status)}</td>'
         f"{_td_num(case.score)}"
@@ -584,7 +648,7 @@ def _json_number(value: float | None) -> str:
     return repr(number) if number - number == 0.0 else "null"  # NaN and infinities: null
 
 
-def _compact_row(case: CaseResult) -> str:
+def _compact_row(case: CaseResult, label: str) -> str:
     """A passed case of a large run as compact JSON data: [id, repeat, score, seconds, line,
     [[grader, status, score], ...]]; the page's script makes a row of it (as text). Written
     by hand: ``json.dumps`` per row would cost more than the rest of the row."""
@@ -596,7 +660,7 @@ def _compact_row(case: CaseResult) -> str:
     line = "null" if case.line is None else str(int(case.line))
     seconds = "null" if duration is None else _json_number(round(duration, 3))
     return (
-        f"[{_json_text(case.id)},{int(case.repeat)},{_json_number(case.score)},{seconds},"
+        f"[{_json_text(label)},{int(case.repeat)},{_json_number(case.score)},{seconds},"
         f"{line},[{graders}]]"
     )
 
@@ -669,7 +733,11 @@ class Writer:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>evalrun: {e(view.title)}</title>"
             f"<script>{_ERROR_HOOK}</script><style>{_CSS}</style></head>"
-            '<body data-ready="0">' + _header(view) + _cards(view) + _case_section_head(view)
+            '<body data-ready="0">'
+            + _header(view)
+            + _cards(view)
+            + _matrix_section(view)
+            + _case_section_head(view)
         )
 
     def case(self, case: CaseResult) -> None:
@@ -679,7 +747,7 @@ class Writer:
                 self.out.write(_TABLE_END + '<script type="application/json" id="compact-cases">[')
             else:
                 self.out.write(",\n")
-            self.out.write(_compact_row(case))
+            self.out.write(_compact_row(case, cell_label(case, 2 if self.view.matrix else 1)))
             self.index += 1
         else:
             self.place(draft(self.view, case))
@@ -939,6 +1007,7 @@ h4 { margin: .6rem 0 .3rem; } h5 { margin: .5rem 0 .2rem; font-size: .85rem; col
 .verdict.passed { border-left-color: var(--passed); } .verdict.failed { border-left-color: var(--failed); }
 .verdict.error { border-left-color: var(--error); }
 .scroll { max-width: 100%; overflow-x: auto; }
+.matrix td.cell { white-space: nowrap; }
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: 0; }
 dl.meta dt { color: var(--muted); } dl.meta dd { margin: 0; word-break: break-word; }
 .cards { display: flex; flex-wrap: wrap; gap: .6rem; margin-top: 1.2rem; }

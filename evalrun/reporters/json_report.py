@@ -17,18 +17,23 @@ _INDENT = "    "
 def _head(view: BundleView) -> dict[str, Any]:
     """Everything but the failures, which are written one by one after it."""
     run = view.stats
-    return {
+    head = {
         "format": FORMAT,
         "run": {key: getattr(view.meta, key) for key in RUN_KEYS},
         **run.to_dict(),
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
         "judge_calls": view.judge_stats,
     }
+    if view.matrix:  # a run of one target keeps the keys it always had
+        head["run"]["matrix"] = view.meta.matrix
+        head["matrix"] = view.grid().to_dict()
+    return head
 
 
-def _failure(case: CaseResult) -> dict[str, Any]:
+def _failure(case: CaseResult, matrix: bool) -> dict[str, Any]:
     return {
         "id": case.id,
+        **({"target": case.target} if matrix else {}),
         "repeat": case.repeat,
         "status": case.status,
         "score": case.score,
@@ -38,7 +43,7 @@ def _failure(case: CaseResult) -> dict[str, Any]:
 
 def draft(view: CaseView, case: CaseResult) -> tuple[str]:
     """A case's entry in "failures", indented as it sits there."""
-    return (pretty_json(_failure(case)).replace("\n", "\n" + _INDENT),)
+    return (pretty_json(_failure(case, view.matrix)).replace("\n", "\n" + _INDENT),)
 
 
 class Writer:

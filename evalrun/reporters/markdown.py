@@ -66,8 +66,9 @@ def _run_lines(view: BundleView) -> list[str]:
     state = "complete" if s.complete else "incomplete"
     if s.interrupted:
         state += " (interrupted)"
+    targets = ", ".join(s.matrix) if s.matrix else s.target
     rows = [
-        ["Target", cell(s.target or "–")],
+        ["Targets" if s.matrix else "Target", cell(targets or "–")],
         ["Judge", cell(s.judge or "–")],
         ["Started", cell(s.started_at or "–")],
         ["Duration", fmt.seconds(s.duration_s)],
@@ -104,6 +105,47 @@ def _summary_lines(view: BundleView) -> list[str]:
     ]
     note = "Brackets: 95% intervals, Wilson for the pass rate, bootstrap for the mean score."
     return ["## Summary", "", *_table(header, [row], "rrrrrrrr"), note, ""]
+
+
+def _matrix_lines(view: BundleView) -> list[str]:
+    """A matrix run: a summary per target, then a row per case with each target's status and
+    score, problem rows first (docs/results.md, "A matrix run")."""
+    if not view.matrix:
+        return []
+    columns = [
+        [
+            cell(c.target),
+            str(c.counts.total),
+            str(c.counts.passed),
+            str(c.counts.failed),
+            str(c.counts.error),
+            str(c.counts.unscored),
+            fmt.interval(fmt.score(c.mean_score), c.mean_score_ci(view.stats.seed), fmt.score),
+            fmt.interval(fmt.percent(c.pass_rate), c.pass_rate_ci, fmt.percent),
+        ]
+        for c in view.stats.columns
+    ]
+    header = ["Target", "Results", "Passed", "Failed", "Error", "Unscored", "Mean score"]
+    lines = ["## Targets", "", *_table([*header, "Pass rate"], columns, "lrrrrrrr")]
+    grid = view.grid()
+    repeats = view.repeats is not None
+    rows = []
+    for row in grid.rows:
+        cells = [cell(row.case_id), *([str(row.repeat)] if repeats else [])]
+        for column in grid.columns:
+            case = row.cells.get(column)
+            cells.append(
+                "–"
+                if case is None
+                else f"{fmt.STATUS_ICONS.get(case.status, '')} {case.status} "
+                f"{fmt.score(case.score)}"
+            )
+        rows.append(cells)
+    header = ["Case", *(["Repeat"] if repeats else []), *(cell(c) for c in grid.columns)]
+    lines += ["## Matrix", "", *_table(header, rows, "l" + "r" * (len(header) - 1))]
+    if grid.more:
+        lines += [f"… and {grid.more} more rows: every result is in results.jsonl", ""]
+    return lines
 
 
 def _grader_lines(view: BundleView) -> list[str]:
@@ -284,7 +326,8 @@ class Writer:
         self.started = False
 
     def head(self) -> None:
-        for section in (_run_lines, _summary_lines, _grader_lines, _repeat_lines):
+        sections = (_run_lines, _summary_lines, _matrix_lines, _grader_lines, _repeat_lines)
+        for section in sections:
             self.doc.add(section(self.view))
         for lines in _failure_lines(self.view, self.max_failures):
             self.doc.add(lines)

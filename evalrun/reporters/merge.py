@@ -18,8 +18,15 @@ from evalrun.judgecall import JudgeCall
 from evalrun.reporters.writing import write_reports
 from evalrun.results import bundle, reader
 from evalrun.results.bundle import BundleWriter
+from evalrun.results.matrix import cell_label
 from evalrun.results.models import CaseResult
-from evalrun.results.summary import RunMeta, gated_exit_code, latest_results, summarize
+from evalrun.results.summary import (
+    RunMeta,
+    gated_exit_code,
+    latest_results,
+    result_key,
+    summarize,
+)
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 #: Exit codes that a merge keeps from any shard, most severe first (docs/results.md).
@@ -99,6 +106,7 @@ def merged_meta(metas: list[RunMeta], warnings: list[str]) -> RunMeta:
         description=_first(m.description for m in metas),
         target=_first(m.target for m in metas),
         judge=_first(m.judge for m in metas),
+        matrix=_first(m.matrix for m in metas),
         threshold=_first(m.threshold for m in metas),
         max_errors=_first(m.max_errors for m in metas),
         seed=_first(m.seed for m in metas),
@@ -168,14 +176,15 @@ def merge_bundles(
     evals = {s.meta.eval for s in shards} - {None}
     if len(evals) > 1:
         raise MergeError(f"shards come from different evals: {sorted(map(str, evals))}")
-    owner: dict[tuple[str, int], Path] = {}
+    owner: dict[tuple[str, str, int], Path] = {}
     overlaps = []
     for shard in shards:
         for case in shard.cases:
-            key = (case.id, case.repeat)
+            key = result_key(case)  # a matrix run's cells: (id, target, repeat)
             if key in owner:
                 overlaps.append(
-                    f"{case.id} (repeat {case.repeat}) in {owner[key]} and {shard.path}"
+                    f"{cell_label(case, 2 if shard.meta.matrix else 1)} (repeat {case.repeat}) "
+                    f"in {owner[key]} and {shard.path}"
                 )
             owner[key] = shard.path
     if overlaps:
@@ -194,7 +203,7 @@ def merge_bundles(
         for case in cases:
             writer.add_case(case)
         calls = [c for s in shards for c in s.calls]
-        calls.sort(key=lambda c: (c.case_id, c.repeat or 0))
+        calls.sort(key=lambda c: (c.case_id, c.column or "", c.repeat or 0))
         writer.add_judge_calls(calls)
         writer.write_summary(summary)
     finally:

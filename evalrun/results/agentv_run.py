@@ -157,17 +157,8 @@ def _graders(row: dict[str, Any], directory: Path) -> list[GraderOutcome]:
 def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
     """The converter of one ``index.jsonl`` row of the AgentV run in ``directory`` into a case
     result; it raises for a row that is not one (the reader's skip rule). A run of several
-    targets names each case ``test_id @ target``, so no row stands in for another."""
-    targets: set[str] = set()
-    with open(directory / INDEX, "rb") as handle:
-        for line in handle:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("target"), str):
-                targets.add(row["target"])
-    several = len(targets) > 1
+    targets is a matrix run: each row is the cell of its test and target (docs/results.md,
+    "A matrix run"), so no row stands in for another."""
 
     def convert(row: Any) -> CaseResult:
         test_id = _field(row, "test_id", "testId")
@@ -185,7 +176,7 @@ def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
         error = row.get("error")
         sample = _field(row, "sample_index", "sampleIndex")
         return CaseResult(
-            id=f"{test_id} @ {target}" if several and target else test_id,
+            id=test_id,
             status=status,
             score=score,
             graders=_graders(row, directory),

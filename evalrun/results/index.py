@@ -80,7 +80,7 @@ class IndexedRun:
             started_at=summary.get("started_at"),
             finished_at=summary.get("finished_at"),
             bundle=str(bundle.resolve()),
-            target=summary.get("target"),
+            target=summary.get("target") or _matrix_targets(summary.get("matrix")),
             judge=summary.get("judge"),
             passed=int(counts.get("passed", 0)),
             failed=int(counts.get("failed", 0)),
@@ -97,6 +97,13 @@ class IndexedRun:
 
 
 _COLUMNS = [name for name in IndexedRun.__dataclass_fields__ if name != "id"]
+
+
+def _matrix_targets(matrix: Any) -> str | None:
+    """A matrix run's targets as the index lists them: ``local, mock`` (docs/runs.md)."""
+    if isinstance(matrix, list) and matrix and all(isinstance(t, str) for t in matrix):
+        return ", ".join(matrix)
+    return None
 
 
 def git_commit(folder: Path) -> str | None:

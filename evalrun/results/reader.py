@@ -40,6 +40,7 @@ def _brief_result(data: Any) -> CaseResult:
         score=data.get("score"),
         output=data.get("output"),
         repeat=data.get("repeat") or 0,
+        target=data.get("target"),
         timings=CaseTimings.from_dict(data.get("timings")),
         line=data.get("line"),
         graders=[
@@ -198,3 +199,17 @@ def read_meta(directory: Path) -> RunMeta:
         return RunMeta()
     data = json.loads(path.read_text(encoding="utf-8"))
     return RunMeta.from_dict(data if isinstance(data, dict) else {})
+
+
+def read_columns(directory: Path) -> list[dict[str, Any]] | None:
+    """A matrix run's per-target statistics as its ``summary.json`` recorded them (``columns``:
+    docs/results.md, "A matrix run"); None for a run of one target, or a bundle whose summary
+    is missing or unreadable."""
+    try:
+        data = json.loads((directory / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    columns = data.get("columns") if isinstance(data, dict) else None
+    if not isinstance(columns, list) or not all(isinstance(c, dict) for c in columns):
+        return None
+    return columns

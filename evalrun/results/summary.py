@@ -20,6 +20,7 @@ from typing import Any
 
 from evalrun.errors import ExitCode
 from evalrun.results import stats
+from evalrun.results.matrix import cell_label, column_of, column_order
 from evalrun.results.models import STATUSES, CaseResult, GraderOutcome, Status
 
 DEFAULT_UNSTABLE_BOUND = 0.15
@@ -53,6 +54,9 @@ class RunMeta:
     #: the bootstrap seed of ``mean_score_ci`` (``--seed``); written only when it is not
     #: ``stats.RUN_SEED``, and read back as that when absent (docs/results.md)
     seed: int | None = None
+    #: a matrix run's targets, in column order; written only when there are several (then
+    #: ``target`` is None: docs/results.md, "A matrix run")
+    matrix: list[str] | None = None
     #: every other key, as written (targets, write_error, warnings, merged_from, ...)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -90,11 +94,11 @@ RUN_KEYS = (
     "exit_code",
     "repeat",
 )
-_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard", "seed")
+_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard", "seed", "matrix")
 #: Keys of summary.json that :meth:`RunStats.to_dict` and ``repeat_stats`` fill.
 STATS_KEYS = frozenset(
     {"counts", "cases", "mean_score", "median_score", "pass_rate", "graders", "usage"}
-    | {"mean_score_ci", "pass_rate_ci", "repeat_stats"}
+    | {"mean_score_ci", "pass_rate_ci", "repeat_stats", "columns"}
 )
 _TYPES: dict[str, tuple[type, ...]] = {
     "duration_s": (int, float),
@@ -106,29 +110,34 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "missing": (int,),
     "max_errors": (int,),
     "seed": (int,),
+    "matrix": (list,),
 }
 
 
 def _typed(key: str, value: Any) -> Any:
     if value is None or key == "shard":
         return value
+    if key == "matrix":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        return value if ok else None
     types = _TYPES.get(key, (str,))
     if isinstance(value, bool) and bool not in types:
         return None
     return value if isinstance(value, types) else None
 
 
-def result_key(case: CaseResult) -> tuple[str, int]:
-    """What identifies one result line: the case id and the repeat index."""
-    return (str(case.id), int(case.repeat or 0))
+def result_key(case: CaseResult) -> tuple[str, str, int]:
+    """What identifies one result line: the case id, its matrix column (the target: one
+    column in a run of one target) and the repeat index (docs/results.md)."""
+    return (str(case.id), column_of(case), int(case.repeat or 0))
 
 
 def latest_results(cases: Iterable[CaseResult]) -> list[CaseResult]:
-    """One result per (id, repeat), sorted by id then repeat.
+    """One result per (id, target, repeat), sorted by id, target, then repeat.
 
     The last line wins: a resumed run may grade a case again after a crash.
     """
-    latest: dict[tuple[str, int], CaseResult] = {}
+    latest: dict[tuple[str, str, int], CaseResult] = {}
     for case in cases:
         latest[result_key(case)] = case
     return [latest[key] for key in sorted(latest)]
@@ -293,12 +302,15 @@ def _suite_pass_at_k(series: list[Series]) -> list[float]:
 def repeat_stats(
     results: list[CaseResult], *, bound: float = DEFAULT_UNSTABLE_BOUND
 ) -> RepeatStats | None:
-    """Per case and per grader repeat statistics; None when no case ran more than once."""
+    """Per case and per grader repeat statistics; None when no case ran more than once. In a
+    matrix run each cell is a case of its own, named ``id @ target``."""
     by_case: dict[str, CaseRepeats] = {}
+    columns = len({column_of(case) for case in results})
     for case in results:
-        entry = by_case.get(case.id)
+        name = cell_label(case, columns)
+        entry = by_case.get(name)
         if entry is None:
-            entry = by_case[case.id] = CaseRepeats(case.id, Series(), {}, False)
+            entry = by_case[name] = CaseRepeats(name, Series(), {}, False)
         entry.overall.add(case.score, case.status)
         for grader in case.graders:
             entry.graders.setdefault(grader.name, Series()).add(grader.score, grader.status)
@@ -359,6 +371,43 @@ _COUNT_KEYS = (*STATUSES, "total")
 
 
 @dataclass
+class ColumnStats:
+    """One column of a matrix run: its counts, scores and intervals (``columns`` in
+    summary.json, docs/results.md "A matrix run"), the same statistics as the run's."""
+
+    target: str
+    counts: Counts = field(default_factory=Counts)
+    scores: array[float] = field(default_factory=lambda: array("d"))
+
+    @property
+    def mean_score(self) -> float | None:
+        return stats.mean(self.scores)
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.counts.passed / self.counts.total if self.counts.total else None
+
+    @property
+    def pass_rate_ci(self) -> tuple[float, float] | None:
+        """95% Wilson interval, as the run's (docs/results.md#intervals)."""
+        return stats.wilson_interval(self.counts.passed, self.counts.total)
+
+    def mean_score_ci(self, seed: int = stats.RUN_SEED) -> tuple[float, float] | None:
+        """95% bootstrap interval with the run's seed, as the run's (docs/results.md#intervals)."""
+        return stats.run_mean_ci(self.scores, seed=seed)
+
+    def to_dict(self, seed: int = stats.RUN_SEED) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "counts": self.counts.to_dict(),
+            "mean_score": self.mean_score,
+            "mean_score_ci": _pair(self.mean_score_ci(seed)),
+            "pass_rate": self.pass_rate,
+            "pass_rate_ci": _pair(self.pass_rate_ci),
+        }
+
+
+@dataclass
 class RunStats:
     """Numbers only: counts, scores and per-grader spreads, never the results themselves, so
     memory stays flat however many cases a run has (docs/performance.md)."""
@@ -375,6 +424,8 @@ class RunStats:
     score_bins: list[dict[str, int]] = field(default_factory=list)
     #: Bootstrap seed of ``mean_score_ci`` (the run's ``--seed``).
     seed: int = stats.RUN_SEED
+    #: Per target, in column order: more than one only in a matrix run.
+    columns: list[ColumnStats] = field(default_factory=list)
 
     @property
     def mean_score(self) -> float | None:
@@ -412,7 +463,14 @@ class RunStats:
             "pass_rate_ci": _pair(self.pass_rate_ci),
             "graders": {name: g.to_dict() for name, g in self.graders.items()},
             "usage": self.usage,
+            # a run of one target keeps the keys it always had (docs/results.md)
+            **({"columns": [c.to_dict(self.seed) for c in self.columns]} if self.matrix else {}),
         }
+
+    @property
+    def matrix(self) -> bool:
+        """Whether the results span several targets (a matrix run)."""
+        return len(self.columns) > 1
 
 
 def _pair(interval: tuple[float, float] | None) -> list[float] | None:
@@ -445,6 +503,7 @@ class StatsBuilder:
         self.by_case = by_case
         self._grouped: list[CaseResult] = []
         self.saw_repeats = False
+        self.columns: dict[str, ColumnStats] = {}
         self._built: tuple[int, float, int, RunStats] | None = None
 
     @property
@@ -462,6 +521,13 @@ class StatsBuilder:
             self.scores.append(float(score))
             index = min(SCORE_BINS - 1, max(0, int(float(score) * SCORE_BINS)))
             self.bins[index][status if status in STATUSES else "error"] += 1
+        column = column_of(case)
+        cs = self.columns.get(column)
+        if cs is None:
+            cs = self.columns[column] = ColumnStats(column)
+        cs.counts.add(status)
+        if score is not None:
+            cs.scores.append(float(score))
         if case.usage.target is not None:
             _add_numbers(self.target, case.usage.target.to_dict())
         for grader in case.graders:
@@ -482,6 +548,7 @@ class StatsBuilder:
                     status=status,
                     score=score,
                     repeat=repeat,
+                    target=case.target,
                     graders=[
                         GraderOutcome(name=g.name, status=g.status, score=g.score)
                         for g in case.graders
@@ -490,10 +557,15 @@ class StatsBuilder:
             )
 
     def build(
-        self, *, unstable_bound: float = DEFAULT_UNSTABLE_BOUND, seed: int = stats.RUN_SEED
+        self,
+        *,
+        unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
+        seed: int = stats.RUN_SEED,
+        order: Sequence[str] = (),
     ) -> RunStats:
         """The statistics so far; the same object until more results come, so the run's summary
-        and its reports compute the score interval once. ``seed`` is the interval's."""
+        and its reports compute the score interval once. ``seed`` is the interval's; ``order``
+        the matrix's columns as the run named them (summary.json's ``matrix``)."""
         if self._built is not None and self._built[:3] == (self.total, unstable_bound, seed):
             return self._built[3]
         counts = dataclasses.replace(self.counts)
@@ -502,7 +574,8 @@ class StatsBuilder:
         repeats = repeat_stats(self._grouped, bound=unstable_bound) if self.by_case else None
         case_count = len(repeats.cases) if repeats else self.total
         if self.by_case and repeats is None:
-            case_count = len({c.id for c in self._grouped})
+            case_count = len({(c.id, column_of(c)) for c in self._grouped})
+        named = column_order([*order, *self.columns])
         run = RunStats(
             counts=counts,
             case_count=case_count,
@@ -513,6 +586,7 @@ class StatsBuilder:
             max_repeat=self.max_repeat,
             score_bins=[dict(b) for b in self.bins],
             seed=seed,
+            columns=[self.columns[name] for name in named if name in self.columns],
         )
         self._built = (self.total, unstable_bound, seed, run)
         return run
@@ -523,14 +597,15 @@ def compute_stats(
     *,
     unstable_bound: float = DEFAULT_UNSTABLE_BOUND,
     seed: int = stats.RUN_SEED,
+    order: Sequence[str] = (),
 ) -> RunStats:
     """Statistics of ``cases`` after dropping superseded lines (the last line of a case wins);
-    ``seed`` is the score interval's bootstrap seed."""
+    ``seed`` is the score interval's bootstrap seed, ``order`` a matrix's column order."""
     results = latest_results(cases)
     builder = StatsBuilder(by_case=any(c.repeat for c in results))
     for case in results:
         builder.add(case)
-    return builder.build(unstable_bound=unstable_bound, seed=seed)
+    return builder.build(unstable_bound=unstable_bound, seed=seed, order=order)
 
 
 def summary_dict(run: RunStats, meta: RunMeta | None = None) -> dict[str, Any]:
@@ -553,7 +628,9 @@ def summarize(
     """Build summary.json from case results plus the run's metadata (its ``seed``, if any, is
     the score interval's)."""
     seed = run_seed(meta)
-    return summary_dict(compute_stats(cases, unstable_bound=unstable_bound, seed=seed), meta)
+    order = (meta.matrix if meta is not None else None) or ()
+    run = compute_stats(cases, unstable_bound=unstable_bound, seed=seed, order=order)
+    return summary_dict(run, meta)
 
 
 def run_seed(meta: RunMeta | None) -> int:

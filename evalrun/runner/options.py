@@ -18,7 +18,8 @@ class RunOptions:
     out: Path
     #: ``out`` is the default name: a ``-2``, ``-3`` ... suffix when taken (else it must be empty)
     unique_out: bool = False
-    target: str | None = None
+    #: the target that answers; several: a matrix run, one column each (docs/results.md)
+    target: str | list[str] | None = None
     judge: str | None = None
     targets_file: Path | None = None
     workers: int = 4

@@ -12,7 +12,7 @@ import dataclasses
 import importlib.util
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun import telemetry
@@ -54,6 +54,21 @@ class RunPlan:
     sandbox: SandboxPolicy
     #: strict graders' folder for the proxy's Unix socket and their scratch (docs/security.md)
     private_dir: Path | None = None
+    #: the targets of a matrix run, one column each, in order (docs/results.md, "A matrix
+    #: run"); one, or none, otherwise
+    targets: list[str] = field(default_factory=list)
+    #: no judge was named, so each column's target is its own judge
+    judge_follows_target: bool = False
+
+    @property
+    def matrix(self) -> bool:
+        return len(self.targets) > 1
+
+    def column(self, target: str) -> RunPlan:
+        """The plan of one matrix column: ``target`` answers its cases (and judges them when
+        no judge was named). It shares this plan's targets, cases and sandbox."""
+        judge = target if self.judge_follows_target else self.judge_name
+        return dataclasses.replace(self, target_name=target, judge_name=judge, targets=[target])
 
     def graders_for(self, case: TestCase) -> list[GraderSpec]:
         return [*self.loaded.spec.graders, *case.graders]
@@ -62,11 +77,13 @@ class RunPlan:
     def used_targets(self) -> list[str]:
         """The targets this run calls (the preflight has checked each one)."""
         names: list[str] = []
-        if self.target_name and any(case.output is None for case in self.cases):
-            names.append(self.target_name)
+        answerers = self.targets or ([self.target_name] if self.target_name else [])
+        if any(case.output is None for case in self.cases):
+            names += answerers
         graders = [g for case in self.cases for g in self.graders_for(case)]
-        if self.judge_name and any(g.needs_judge for g in graders):
-            names.append(self.judge_name)
+        if any(g.needs_judge for g in graders):
+            names += answerers if self.judge_follows_target else []
+            names += [self.judge_name] if self.judge_name else []
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]
         return list(dict.fromkeys(names))
 
@@ -91,7 +108,8 @@ def plan_run(
         only_ids=options.only_ids,
         limit=options.limit,
     )
-    target_name = options.target or spec.target
+    targets = _answering_targets(options.target, spec.targets, spec.target)
+    target_name = targets[0] if targets else None
     lookup = locate_targets_file(options.targets_file, loaded.folder)
     pool = TargetPool(load_targets(lookup.path), options.stores, limit_for=limit_for)
     judge = options.judge or spec.judge or target_name
@@ -112,13 +130,40 @@ def plan_run(
     levels = {g.sandbox for _, g in survey.graders if not g.kind.in_process}
     sandbox, private_dir = _sandbox_policy(options, lookup.path, levels)
     plan = RunPlan(
-        loaded, options, cases, target_name, judge_name, lookup.path, pool, sandbox, private_dir
+        loaded,
+        options,
+        cases,
+        target_name,
+        judge_name,
+        lookup.path,
+        pool,
+        sandbox,
+        private_dir,
+        targets=targets,
+        judge_follows_target=not (options.judge or spec.judge),
     )
+    if plan.matrix and options.executor == "ray":
+        raise ConfigError(
+            "--executor ray grades one target per run; run a matrix (several targets) with "
+            'the local executor (docs/results.md, "A matrix run")'
+        )
     if options.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"--executor ray needs Ray: {install_hint('ray')}")
     if options.otel and not telemetry.available():
         raise ConfigError(f"--otel needs OpenTelemetry's SDK: {install_hint('otel')}")
     return plan
+
+
+def _answering_targets(
+    asked: str | list[str] | None, listed: list[str] | None, named: str | None
+) -> list[str]:
+    """The targets that answer, in column order: ``--target`` (repeatable), else the file's
+    ``targets:``, else its ``target:``; a name given twice is one column."""
+    if asked:
+        return list(dict.fromkeys([asked] if isinstance(asked, str) else asked))
+    if listed:
+        return list(listed)
+    return [named] if named else []
 
 
 def _sandbox_policy(

@@ -76,7 +76,7 @@ def check_eval(
     cases: Iterable[TestCase],
     targets: TargetsFile,
     lookup: TargetsLookup,
-    target: str | None = None,
+    target: str | list[str] | None = None,
     judge: str | None = None,
     replay: bool = False,
     env: Mapping[str, str] | None = None,
@@ -101,50 +101,42 @@ def _check_targets(
     survey: CaseSurvey,
     targets: TargetsFile,
     lookup: TargetsLookup,
-    target: str | None,
+    target: str | list[str] | None,
     judge: str | None,
     replay: bool,
     env: Mapping[str, str],
     need_target: bool,
 ) -> list[str]:
     spec = loaded.spec
-    answerer = (
-        _Use(target, "--target")
-        if target
-        else _Use(spec.target, loaded.where(("target",)))
-        if spec.target
-        else None
-    )
+    answerers = _answerers(loaded, target)
     uses: list[_Use] = []
     problems: list[str] = []
     configured = ", ".join(targets.names)
     if survey.needs_target:
-        if answerer is None and need_target:
+        if not answerers and need_target:
             problems.append(
                 f"{loaded.path}: target: no target to answer the cases: set 'target:' in the "
                 f"eval file or pass --target (configured: {configured})"
             )
-        elif answerer is not None:
-            uses.append(answerer)
+        uses += answerers
     graders = survey.graders
     if any(g.needs_judge for _, g in graders):
         if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
             uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
-        else:
+        else:  # the judge defaults to the target: to each of a matrix's targets
             chosen = (
-                _Use(judge, "--judge")
+                [_Use(judge, "--judge")]
                 if judge
-                else _Use(spec.judge, loaded.where(("judge",)))
+                else [_Use(spec.judge, loaded.where(("judge",)))]
                 if isinstance(spec.judge, str)
-                else answerer
+                else answerers
             )
-            if chosen is None and need_target:
+            if not chosen and need_target:
                 problems.append(
                     f"{loaded.path}: judge: graders need a judge: set 'judge:' or 'target:' in "
                     f"the eval file or pass --judge (configured: {configured})"
                 )
-            elif chosen is not None:
-                uses.append(chosen)
+            uses += chosen
     for loc, grader in graders:
         access = grader.access
         for k, name in enumerate((access.allow or []) if access else []):
@@ -164,6 +156,19 @@ def _check_targets(
     if unknown:  # say once which targets file was read, or where none was found
         problems.append(f"{loaded.path}: targets: {lookup.describe()}")
     return problems
+
+
+def _answerers(loaded: LoadedEval, target: str | list[str] | None) -> list[_Use]:
+    """The targets that answer the cases, each with where it was asked for: ``--target``
+    (given twice or more: a matrix run), else the file's ``targets:`` or ``target:``."""
+    if target:
+        return [
+            _Use(name, "--target") for name in ([target] if isinstance(target, str) else target)
+        ]
+    spec = loaded.spec
+    if spec.targets:
+        return [_Use(name, loaded.where(("targets", k))) for k, name in enumerate(spec.targets)]
+    return [_Use(spec.target, loaded.where(("target",)))] if spec.target else []
 
 
 def _target_problem(

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
+from evalrun.results.matrix import cell_label
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.safetext import printable
@@ -30,9 +31,11 @@ class Progress:
         quiet: bool = False,
         stream: TextIO | None = None,
         repeat: int = 1,
+        columns: int = 1,
     ) -> None:
         self.total = total
         self.repeat = repeat
+        self.columns = columns
         self.done = 0
         self.passed = 0
         self.judge_calls = 0
@@ -94,8 +97,10 @@ class Progress:
         print(line, file=self.stream, flush=True)
 
     def _label(self, case: CaseResult) -> str:
-        """The case id, and with --repeat which repeat (0-based, as ``rep`` in the table)."""
-        return f"{case.id} rep {case.repeat}" if self.repeat > 1 else case.id
+        """The case id (with its target in a matrix run), and with --repeat which repeat
+        (0-based, as ``rep`` in the table)."""
+        label = cell_label(case, self.columns)
+        return f"{label} rep {case.repeat}" if self.repeat > 1 else label
 
     def close(self) -> None:
         if self._bar is not None:
@@ -110,7 +115,7 @@ class _Row:
 
     def __init__(self, case: CaseResult) -> None:
         self.case = case
-        self.key = (PROBLEMS_FIRST.get(case.status, 0), case.id, case.repeat)
+        self.key = (PROBLEMS_FIRST.get(case.status, 0), case.id, case.target or "", case.repeat)
 
     def __lt__(self, other: _Row) -> bool:
         return self.key > other.key
@@ -137,7 +142,9 @@ class TableRows:
     def rows(self) -> list[CaseResult]:
         """By id when all fit; else problems first (by id within a status)."""
         if self.total <= self.limit:
-            return sorted((r.case for r in self._heap), key=lambda c: (c.id, c.repeat))
+            return sorted(
+                (r.case for r in self._heap), key=lambda c: (c.id, c.target or "", c.repeat)
+            )
         return [r.case for r in sorted(self._heap, key=lambda r: r.key)]
 
 

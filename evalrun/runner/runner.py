@@ -83,7 +83,7 @@ class EvalRun:
         self._finishing = False
         self._write_error: str | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._kept: set[tuple[str, int]] = set()
+        self._kept: set[tuple[str, str, int]] = set()
         self._created_folder = False
 
     def open_bundle(self) -> BundleWriter:
@@ -92,7 +92,9 @@ class EvalRun:
         options = self.options
         if options.resume:  # appended to: the lines already there stay as they are
             writer = BundleWriter(options.out, mode="resume")
-            self._kept = finished_keys(read_case_results(options.out))
+            kept = finished_keys(read_case_results(options.out))
+            # one column: a line counts whatever target it names, as it always did
+            self._kept = kept if self.plan.matrix else {(i, "", r) for i, _, r in kept}
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
@@ -141,27 +143,38 @@ class EvalRun:
     ) -> RunOutcome:
         options = self.options
         writer = writer or self.open_bundle()
-        done, cases, target_name = self._kept, self.plan.cases, self.plan.target_name
+        done, cases, columns = self._kept, self.plan.cases, self._columns()
+        column_key = {target: (target or "") if self.plan.matrix else "" for target in columns}
         # Jobs are pulled from the cases as workers get to them: the cases may stream from a
         # file, and nothing per case is held beyond those in flight (docs/performance.md).
+        # A matrix run grades each case once per target, the columns of a case side by side.
         jobs = (
-            (case, r) for case in cases for r in range(options.repeat) if (case.id, r) not in done
+            (case, target, r)
+            for case in cases
+            for target in columns
+            for r in range(options.repeat)
+            if (case.id, column_key[target], r) not in done
         )
-        job_count = len(cases) * options.repeat
+        job_count = len(cases) * options.repeat * len(columns)
         if done:
             job_count = sum(
-                (case.id, r) not in done for case in cases for r in range(options.repeat)
+                (case.id, column_key[target], r) not in done
+                for case in cases
+                for target in columns
+                for r in range(options.repeat)
             )
         self._bundle_dir = writer.directory
         try:
-            executor = await self._start_executor()
+            executors = await self._start_executors(columns)
         except BaseException:  # a failed start writes nothing
             writer.discard(remove_folder=self._created_folder)
             raise
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
-        self.telemetry.begin_run(self.plan.loaded.name, target_name, self.plan.judge_name)
-        progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat)
+        self.telemetry.begin_run(self.plan.loaded.name, columns[0], self.plan.judge_name)
+        progress = Progress(
+            job_count, quiet=options.quiet, repeat=options.repeat, columns=len(columns)
+        )
 
         def record(result: CaseResult, calls: list[JudgeCall]) -> None:
             if self._write_error is not None:
@@ -170,6 +183,8 @@ class EvalRun:
                 line = writer.add_case(result)
                 for call in calls:
                     call.repeat = result.repeat
+                    if self.plan.matrix:  # whose cell it is, when the judge is shared
+                        call.column = result.target
                 call_lines = writer.add_judge_calls(calls)
             except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
                 self._write_error = f"case '{result.id}': {exc}"
@@ -179,16 +194,16 @@ class EvalRun:
                 on_record(line, call_lines)
             progress.case_done(result)
 
-        async def one(case: TestCase, repeat: int) -> None:
+        async def one(case: TestCase, target: str | None, repeat: int) -> None:
             with self.telemetry.case(case.id, repeat) as case_done:
                 try:
                     if self._interrupted:
                         raise asyncio.CancelledError
-                    result, calls = await executor.grade(case, repeat)
+                    result, calls = await executors[target].grade(case, repeat)
                 except asyncio.CancelledError:
                     if not self._interrupted:
                         raise
-                    result, calls = _interrupted_result(case, repeat, target_name), []
+                    result, calls = _interrupted_result(case, repeat, target), []
                 case_done(result)
             record(result, calls)
 
@@ -197,8 +212,8 @@ class EvalRun:
         pending = iter(jobs)
 
         async def worker() -> None:
-            for case, repeat in pending:
-                await one(case, repeat)
+            for case, target, repeat in pending:
+                await one(case, target, repeat)
 
         with self._signals_handled(asyncio.get_running_loop()):
             try:
@@ -208,14 +223,15 @@ class EvalRun:
                 for failure in outcomes:
                     if isinstance(failure, BaseException) and self._write_error is None:
                         self._write_error = f"internal error: {type(failure).__name__}: {failure}"
-                for case, repeat in pending:  # never started: Ctrl-C came first
-                    record(_interrupted_result(case, repeat, target_name), [])
+                for case, target, repeat in pending:  # never started: Ctrl-C came first
+                    record(_interrupted_result(case, repeat, target), [])
             finally:
                 # Every case has its one result now: a late Ctrl-C or SIGTERM must neither stop the
                 # bundle being finished nor mark a whole run incomplete (docs/results.md).
                 self._finishing = True
                 progress.close()
-                await executor.aclose()
+                for executor in executors.values():
+                    await executor.aclose()
                 await self.close()
             return self._finish_bundle(writer, started_at, time.monotonic() - t0)
 
@@ -230,8 +246,9 @@ class EvalRun:
         scanner, shown = self._read_back(writer.directory)
         if scanner.superseded:  # a resume graded a case again: its last line wins
             scanner, shown = self._read_back(writer.directory, latest_offsets(writer.directory))
-        stats = scanner.stats.build(seed=self.options.seed)
-        missing = max(0, len(self.plan.cases) * self.options.repeat - stats.counts.total)
+        stats = scanner.stats.build(seed=self.options.seed, order=self.plan.targets)
+        cells = len(self.plan.cases) * len(self._columns())
+        missing = max(0, cells * self.options.repeat - stats.counts.total)
         summary = summary_dict(stats, self._meta(started_at, duration, missing))
         summary["targets"] = self.target_stats
         exit_code = self._exit_code(stats, missing)
@@ -264,12 +281,27 @@ class EvalRun:
                 shown.add(case.slim())
         return scanner, shown
 
-    async def _start_executor(self) -> Executor:
+    def _columns(self) -> list[str | None]:
+        """The matrix's columns: each target of a matrix run, else the run's one target."""
+        plan = self.plan
+        return list(plan.targets) if plan.matrix else [plan.target_name]
+
+    async def _start_executors(self, columns: list[str | None]) -> dict[str | None, Executor]:
+        """An executor per column: a matrix run grades each target's cells with a
+        ``CaseGrader`` of that column's plan (its own judge proxy; the targets are shared)."""
         if self.options.executor == "ray":
             from evalrun.runner.ray_executor import RayExecutor
 
-            return await RayExecutor.start(self.plan)
-        return CaseGrader(self.plan, self.telemetry, bundle_dir=self._bundle_dir)
+            return {columns[0]: await RayExecutor.start(self.plan)}
+        if not self.plan.matrix:
+            grader = CaseGrader(self.plan, self.telemetry, bundle_dir=self._bundle_dir)
+            return {columns[0]: grader}
+        return {
+            target: CaseGrader(
+                self.plan.column(target), self.telemetry, bundle_dir=self._bundle_dir
+            )
+            for target in self.plan.targets
+        }
 
     async def close(self) -> None:
         """Close the plan's targets (after the executor closed its graders and proxies)."""
@@ -307,8 +339,12 @@ class EvalRun:
             eval_file=str(loaded.path),
             tests_file=str((loaded.tests_file or loaded.path).resolve()),
             description=loaded.spec.description,
-            target=self.plan.target_name,
-            judge=self.plan.judge_name,
+            # a matrix run names its targets in `matrix`; its judge is each column's target
+            # unless one was named (docs/results.md, "A matrix run")
+            target=None if self.plan.matrix else self.plan.target_name,
+            judge=None
+            if self.plan.matrix and self.plan.judge_follows_target
+            else self.plan.judge_name,
             started_at=started_at.isoformat(timespec="seconds"),
             finished_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             duration_s=round(duration_s, 3),
@@ -320,6 +356,7 @@ class EvalRun:
             repeat=options.repeat,
             shard="/".join(map(str, options.shard)) if options.shard else None,
             seed=None if options.seed == RUN_SEED else options.seed,
+            matrix=list(self.plan.targets) if self.plan.matrix else None,
         )
 
     def _exit_code(self, stats: RunStats, missing: int) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from itertools import islice
 
+from evalrun.results.matrix import column_of
 from evalrun.results.models import CaseResult
 from evalrun.spec.models import TestCase
 
@@ -83,9 +84,10 @@ def select_cases(
     return SelectedCases(cases, Selection(filters, shard, only_ids), limit)
 
 
-def finished_keys(previous: Iterable[CaseResult]) -> set[tuple[str, int]]:
-    """(case id, repeat) pairs a resumed run need not grade again; errors are retried."""
-    return {(c.id, c.repeat) for c in previous if c.status != "error"}
+def finished_keys(previous: Iterable[CaseResult]) -> set[tuple[str, str, int]]:
+    """(case id, target, repeat) cells a resumed run need not grade again (the target is the
+    matrix column, docs/results.md); errors are retried."""
+    return {(c.id, column_of(c), c.repeat) for c in previous if c.status != "error"}
 
 
 def failed_ids(previous: Iterable[CaseResult]) -> set[str]:

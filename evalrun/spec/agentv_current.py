@@ -1,6 +1,6 @@
 """AgentV's current (promptfoo-style) eval format mapped onto evalrun's eval-file keys.
 
-``providers`` -> ``target``; ``defaults.grader`` -> ``judge``; ``prompts`` rendered with each
+``providers`` -> ``target`` (several: ``targets``, a matrix run); ``defaults.grader`` -> ``judge``; ``prompts`` rendered with each
 test's ``vars`` -> ``input``; ``vars.expected_output`` -> ``expected_output``; ``assert`` ->
 ``graders`` (plain strings become one ``llm-rubric`` grader, as AgentV groups them); the file's
 ``assert`` and ``default_test`` apply to every test. The mapping runs before validation and keeps
@@ -17,9 +17,6 @@ from typing import Any
 
 from evalrun.errors import UserError
 from evalrun.yamlsource import LineMap
-
-#: Why a run has one target: ``providers: [a, b]`` and ``--target`` twice are refused with it.
-ONE_TARGET = "one target per run; the targets-by-cases matrix is not built yet"
 
 #: Top-level and per-test keys only AgentV's current format has.
 CURRENT_FILE_KEYS = ("prompts", "providers", "default_test", "assert", "defaults")
@@ -176,15 +173,12 @@ def _map_providers(m: _Mapping) -> None:
     if not names or any(n is None for n in names):
         m.problem(("providers",), "providers: each entry needs a name (a string, label or id)")
         return
-    if len(names) > 1:  # never the first one alone without a word
-        m.problem(
-            ("providers",),
-            f"{len(names)} providers ({', '.join(map(str, names))}): {ONE_TARGET}; list one "
-            "and run the file once per target (--target NAME overrides it)",
-        )
-        return
-    if "target" in m.data:
+    if "target" in m.data or "targets" in m.data:
         m.problem(("target",), "give 'providers' or 'target', not both")
+        return
+    if len(names) > 1:  # a matrix: one column per provider (docs/results.md, "A matrix run")
+        m.data["targets"] = names
+        m.copy_lines(("providers",), ("targets",))
         return
     m.data["target"] = names[0]
     m.copy_lines(("providers", 0) if isinstance(providers, list) else ("providers",), ("target",))

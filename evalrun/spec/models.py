@@ -297,6 +297,8 @@ class EvalFile(BaseModel):
 
     description: str | None = None
     target: str | None = None
+    #: several targets, one matrix column each, in one run (docs/results.md, "A matrix run")
+    targets: list[str] | None = Field(None, min_length=1)
     #: a target name, or a list of them: a judge panel (docs/judges.md)
     judge: str | list[str] | None = None
     rubric: str | None = None
@@ -313,6 +315,15 @@ class EvalFile(BaseModel):
     workspace: Any = None
     extensions: Any = None
     evaluate_options: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("targets")
+    @classmethod
+    def _one_target_key(cls, value: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if value is not None and info.data.get("target") is not None:
+            raise ValueError("give 'target' or 'targets', not both")
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("each target once: a matrix has one column per target")
+        return value
 
 
 def as_messages(value: Conversation | None, role: str) -> list[Message]:

@@ -80,7 +80,7 @@ class BundleCache:
             kept = self._scores.get(run_dir)
             if kept is not None and kept[0] == now:
                 return kept[1]
-        found = case_scores(view.cases)
+        found = case_scores(view.cases, view.matrix)
         with self._lock:
             if run_dir in self._views:
                 self._scores[run_dir] = (now, found)
@@ -159,6 +159,9 @@ def run_head(run: IndexedRun, view: BundleView) -> dict[str, Any]:
         "mean_score": run_stats.get("mean_score"),
         "mean_score_ci": run_stats.get("mean_score_ci"),
         "graders": run_stats.get("graders"),
+        # a matrix run: each target's statistics and the grid, problem rows first
+        "columns": run_stats.get("columns"),
+        "matrix": view.grid().to_dict() if view.matrix else None,
         "meta": {
             key: value
             for key, value in view.meta.to_dict().items()

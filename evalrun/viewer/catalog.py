@@ -1,5 +1,6 @@
 """The run index as the viewer lists it: filtered and paged run rows, and each eval's history
-(mean score and pass rate over time, one series per target; docs/viewer.md)."""
+(mean score and pass rate over time, one series per target, a matrix run's columns each in
+its target's; docs/viewer.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.results.index import IndexedRun, list_runs
+from evalrun.results.reader import read_columns
 
 #: The most runs one page of the run list may ask for.
 MAX_RUNS_PAGE = 500
@@ -67,24 +69,43 @@ def find_run(index: Path, run_id: int) -> IndexedRun | None:
     return next((run for run in list_runs(index) if run.id == run_id), None)
 
 
+def _number(value: Any) -> float | None:
+    """A statistic read from a summary.json, which may have been edited: a number or None."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def history(index: Path, eval_name: str) -> dict[str, Any]:
     """The eval's runs oldest first, one series per target: each point is a run with its mean
-    score and pass rate (passed / total result lines)."""
+    score and pass rate (passed / total result lines); a matrix run adds a point to the series
+    of each of its targets, from summary.json's ``columns``."""
     runs = [run for run in list_runs(index) if run.eval == eval_name]
     runs.reverse()
     series: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        series.setdefault(run.target or "", []).append(
-            {
-                "id": run.id,
-                "started_at": run.started_at,
-                "mean_score": run.mean_score,
-                "pass_rate": run.passed / run.total if run.total else None,
-                "total": run.total,
-                "verdict": verdict(run),
-                "git_commit": run.git_commit,
-            }
-        )
+        point = {
+            "id": run.id,
+            "started_at": run.started_at,
+            "mean_score": run.mean_score,
+            "pass_rate": run.passed / run.total if run.total else None,
+            "total": run.total,
+            "verdict": verdict(run),
+            "git_commit": run.git_commit,
+        }
+        columns = read_columns(Path(run.bundle)) or []
+        if len(columns) < 2:
+            series.setdefault(run.target or "", []).append(point)
+            continue
+        for column in columns:  # a matrix run: a point in each of its targets' series
+            counts = column.get("counts")
+            total = counts.get("total") if isinstance(counts, dict) else None
+            series.setdefault(str(column.get("target") or ""), []).append(
+                {
+                    **point,
+                    "mean_score": _number(column.get("mean_score")),
+                    "pass_rate": _number(column.get("pass_rate")),
+                    "total": total if isinstance(total, int) else 0,
+                }
+            )
     return {
         "eval": eval_name,
         "series": [{"target": target, "points": points} for target, points in series.items()],

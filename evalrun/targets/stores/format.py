@@ -12,6 +12,9 @@ from evalrun.targets.config import TargetConfig
 
 #: config keys that decide which model answers (the target's name does not)
 _IDENTITY_EXTRAS = ("endpoint", "deployment", "api_version", "command", "cwd", "litellm_params")
+#: a mock's script is its model, so two scripted targets never share answers (docs/targets.md,
+#: "Cache"); empty for every other kind, whose keys stay as they were
+_SCRIPT_FIELDS = {"default", "rules", "yes_no"}
 
 
 def canonical_json(value: Any) -> str:
@@ -26,6 +29,8 @@ def cache_key(config: TargetConfig, request: CompletionRequest) -> str:
     """Same model behind the same endpoint and the same request: same key, whatever the name."""
     identity = {"kind": config.kind, "model": config.model, "base_url": config.base_url}
     identity.update({k: config.extra(k) for k in _IDENTITY_EXTRAS if config.extra(k) is not None})
+    script = config.model_dump(include=_SCRIPT_FIELDS)
+    identity.update({k: v for k, v in script.items() if v})
     return _digest([identity, request.cache_key_material()])
 
 

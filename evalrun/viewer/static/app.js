@@ -174,6 +174,41 @@ function verdictBanner(head) {
     el("span", { class: "facts muted" }, counts));
 }
 
+// A matrix run (docs/viewer.md, "A matrix run"): rows are cases, problem rows first; columns
+// are targets, each headed by its pass rate and mean; a cell is the status and the score.
+const MATRIX_ROWS_SHOWN = 8;
+
+function matrixSection(matrix, columns) {
+  const stats = new Map((columns || []).map((c) => [c.target, c]));
+  const rows = matrix.rows;
+  const head = el("tr", {}, el("th", {}, "case"), rows.some((r) => r.repeat) ? el("th", { class: "num" }, "repeat") : null,
+    matrix.columns.map((name) => {
+      const c = stats.get(name) || {};
+      return el("th", { class: "column" }, el("span", { class: "target" }, name),
+        el("span", { class: "column-stats muted" },
+          `${(c.counts || {}).passed || 0}/${(c.counts || {}).total || 0} · pass ${percent(c.pass_rate)}` +
+          `${interval(c.pass_rate_ci, percent)} · mean ${fixed(c.mean_score)}${interval(c.mean_score_ci, fixed)}`));
+    }));
+  const withRepeat = rows.some((r) => r.repeat);
+  const line = (r, i) => el("tr", { class: i >= MATRIX_ROWS_SHOWN ? "more-row" : null, hidden: i >= MATRIX_ROWS_SHOWN,
+    dataset: { id: r.id } },
+    el("td", { class: "id" }, r.id), withRepeat ? el("td", { class: "num" }, r.repeat) : null,
+    matrix.columns.map((name) => {
+      const cell = r.cells[name];
+      return el("td", { class: "cell" }, cell ? [badge(cell.status), " ", fixed(cell.score)] : "–");
+    }));
+  const body = el("tbody", {}, rows.map(line));
+  const hidden = Math.max(0, rows.length - MATRIX_ROWS_SHOWN);
+  const more = hidden ? el("button", { type: "button", id: "matrix-more", on: { click: (e) => {
+    for (const row of body.querySelectorAll("tr.more-row")) row.hidden = false;
+    e.target.remove();
+  } } }, `show ${hidden} more rows`) : null;
+  const cut = matrix.more_rows ? el("p", { class: "muted" }, `… and ${matrix.more_rows} more rows: every result is in results.jsonl`) : null;
+  return el("section", { id: "matrix" },
+    el("h2", {}, `Matrix: ${rows.length + (matrix.more_rows || 0)} cases × ${matrix.columns.length} targets`),
+    el("div", { class: "scroll" }, el("table", { id: "matrix-table" }, el("thead", {}, head), body)), more, cut);
+}
+
 function graderTable(graders) {
   return el("div", { class: "scroll" }, el("table", { class: "graders" },
     el("thead", {}, el("tr", {}, el("th", {}, "grader"), el("th", {}, "status"), el("th", { class: "num" }, "score"),
@@ -237,6 +272,7 @@ async function runPage(runId) {
   const firstOpen = page.cases.findIndex((c) => c.status !== "passed");
   const graders = Object.entries(head.graders || {});
   show(verdictBanner(head),
+    head.matrix ? matrixSection(head.matrix, head.columns) : null,
     el("section", { id: "cases" },
       el("div", { class: "pager" }, el("strong", {}, `${head.title} · ${run.target || "–"}`), toggle),
       el("div", { id: "case-list" }, page.cases.map((c, i) => caseBlock(c, i === firstOpen && start === 0))),

@@ -25,7 +25,17 @@ SMALL = {
     "bench_reports.py": (["--small", "200", "--large", "2000"], "peak memory"),
     "bench_sandbox.py": (["--runs", "3"], "grader start-up"),
     "bench_speed.py": (
-        ["--cases", "16", "--workers", "4", "--latency-ms", "20", "--no-promptfoo"]
+        [
+            "--cases",
+            "16",
+            "--workers",
+            "4",
+            "--latency-ms",
+            "20",
+            "--no-promptfoo",
+            "--steady-cases",
+            "32",
+        ]
         + ["--wide-calls", "20", "--wide-workers", "10", "--wide-latency-ms", "200"],
         "contextual precision",
     ),

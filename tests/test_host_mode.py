@@ -92,11 +92,15 @@ def test_host_processes_are_capped_whatever_the_width() -> None:
 
 # A host over a test module: "sleep" waits, "hang" never answers, "crash" ends the process.
 TEST_HOST = """\
-import os, sys, time
+import os, sys, threading, time
 sys.path.insert(0, {root!r})
 from grader_sdk._host import serve_host
 
+BARRIER = threading.Barrier(4, timeout=10)
+
 def grade(inp):
+    if inp.config.get("barrier"):
+        BARRIER.wait()
     if inp.case_id.startswith("hang"):
         time.sleep(600)
     if inp.case_id.startswith("crash"):
@@ -120,15 +124,23 @@ def _pool(tmp_path: Path, workers: int) -> HostPool:
     )
 
 
-def _cases(pool: HostPool, ids: list[str], timeout: float = 30, sleep: float = 0.2):
+def _cases(
+    pool: HostPool,
+    ids: list[str],
+    timeout: float = 30,
+    sleep: float = 0.2,
+    modules: list[str] | None = None,
+    **config: object,
+):
     """The outcomes, and whether each host was alive once they were all in."""
+    modules = modules or ["t"] * len(ids)
 
     async def run():
         try:
             outcomes = await asyncio.gather(
                 *(
-                    pool.run("t", {"case_id": i, "config": {"sleep": sleep}}, {}, timeout)
-                    for i in ids
+                    pool.run(m, {"case_id": i, "config": {"sleep": sleep, **config}}, {}, timeout)
+                    for i, m in zip(ids, modules, strict=True)
                 )
             )
             return outcomes, [w.alive for w in (*pool._workers, *pool._retired)]
@@ -147,6 +159,16 @@ def test_a_pool_runs_many_cases_on_at_most_its_cap_of_hosts(tmp_path: Path) -> N
     assert [r.split()[0] for r in reasons] == ids  # each answer reached its own case
     assert pool.started == pool.hosts == host_count(32)
     assert len({r.split()[-1] for r in reasons}) == pool.hosts
+
+
+def test_each_builtin_grader_gets_the_runs_width_in_flight(tmp_path: Path) -> None:
+    """A case runs its graders side by side: two graders at 2 workers hold 4 cases at once
+    (a barrier of 4 in the host fails every case unless all four are in flight together)."""
+    pool = _pool(tmp_path, workers=2)
+    ids = ["a1", "a2", "b1", "b2"]
+    outcomes, _ = _cases(pool, ids, modules=["a", "a", "b", "b"], barrier=True)
+    assert [json.loads(o.stdout)["reason"].split()[0] for o in outcomes] == ids
+    assert pool.started == 1 and pool.slots == 4
 
 
 def test_a_hung_case_times_out_alone_and_its_host_takes_no_more_cases(tmp_path: Path) -> None:

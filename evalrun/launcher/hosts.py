@@ -34,10 +34,13 @@ from evalrun.launcher.serve import (
     ServeWorker,
     _exit_reason,
 )
+from evalrun.spec.kinds import KINDS
 
 HOST_MODULE = "graders._host"
 #: cases one host grades at once before a run is wide enough for another host
 CASES_PER_HOST = 8
+#: the built-in grader kinds: at most one case of each per worker in flight at once
+BUILTIN_GRADERS = sum(1 for kind in KINDS.values() if kind.runs == "builtin")
 
 
 def host_count(workers: int, cores: int | None = None) -> int:
@@ -172,8 +175,9 @@ class HostWorker(ServeWorker):
 
 
 class HostPool:
-    """The hosts of one environment and sandbox: at most ``hosts`` processes, ``slots`` cases in
-    flight in each; a case goes to the open host with the fewest cases in flight."""
+    """The hosts of one environment and sandbox: at most ``hosts`` processes, and ``workers``
+    cases in flight per built-in grader they serve (a case runs its graders side by side), spread
+    evenly; a case goes to the open host with the fewest cases in flight."""
 
     def __init__(
         self,
@@ -183,21 +187,33 @@ class HostPool:
         workers: int,
         exit_status: ExitStatus,
     ) -> None:
-        self.hosts = host_count(workers)
-        self.slots = math.ceil(max(1, workers) / self.hosts)
+        self.workers = max(1, workers)
+        self.hosts = host_count(self.workers)
+        #: a host's threads: room for every built-in grader's share of the run's width
+        self.threads = math.ceil(self.workers / self.hosts) * BUILTIN_GRADERS
         self.command = command
         self.cwd = cwd
         self.env = {**env, MODE_ENV: SERVE}
         self.exit_status = exit_status
         self._workers: list[HostWorker] = []
         self._retired: list[HostWorker] = []
-        self._free = asyncio.Semaphore(self.hosts * self.slots)
+        self._modules: set[str] = set()
+        self._free = asyncio.Semaphore(0)  # ``workers`` more for each grader first seen
         self._starting = asyncio.Lock()
         self.started = 0
+
+    @property
+    def slots(self) -> int:
+        """Cases in flight per host: the run's width for each grader seen, over the hosts."""
+        return math.ceil(self.workers * max(1, len(self._modules)) / self.hosts)
 
     async def run(
         self, module: str, payload: dict[str, Any], env: Mapping[str, str], timeout: float
     ) -> ProcessOutcome:
+        if module not in self._modules:
+            self._modules.add(module)
+            for _ in range(self.workers):
+                self._free.release()
         async with self._free:
             host = await self._host()
             if isinstance(host, str):
@@ -215,7 +231,7 @@ class HostPool:
             idle = any(w.in_flight == 0 for w in room)
             if room and (idle or len(self._workers) >= self.hosts):
                 return min(room, key=lambda w: w.in_flight)
-            worker = HostWorker(self.command(self.slots), self.cwd, self.env, self.exit_status)
+            worker = HostWorker(self.command(self.threads), self.cwd, self.env, self.exit_status)
             self.started += 1
             failure = await worker.start()
             if failure is not None:

@@ -103,6 +103,8 @@ def grade(inp):
         BARRIER.wait()
     if inp.case_id.startswith("hang"):
         time.sleep(600)
+    if inp.case_id.startswith("late"):
+        time.sleep(0.8)
     if inp.case_id.startswith("crash"):
         time.sleep(0.3)
         os._exit(9)
@@ -177,6 +179,25 @@ def test_a_hung_case_times_out_alone_and_its_host_takes_no_more_cases(tmp_path: 
     assert outcomes[0].timed_out and outcomes[0].failure is None
     assert [json.loads(o.stdout)["reason"].split()[0] for o in outcomes[1:]] == ["c1", "c2", "c3"]
     assert alive == [False]  # killed once the others had answered
+
+
+def test_an_answer_after_its_timeout_is_dropped_and_the_others_are_answered(
+    tmp_path: Path,
+) -> None:
+    pool = _pool(tmp_path, workers=2)
+
+    async def run():
+        try:
+            return await asyncio.gather(
+                pool.run("t", {"case_id": "late"}, {}, 0.3),
+                pool.run("t", {"case_id": "c1", "config": {"sleep": 1.1}}, {}, 30),
+            )
+        finally:
+            await pool.close()
+
+    late, other = asyncio.run(run())
+    assert late.timed_out
+    assert other.failure is None and json.loads(other.stdout)["reason"].startswith("c1 ")
 
 
 def test_a_host_that_crashes_errors_the_cases_it_held(tmp_path: Path) -> None:

@@ -65,6 +65,8 @@ class HostWorker(ServeWorker):
     ) -> None:
         super().__init__(argv, cwd, env, STDOUT_CAP, exit_status)
         self._waiting: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
+        #: nonces of cases that timed out: an answer that comes late is dropped, not out of turn
+        self._abandoned: set[str] = set()
         #: a case timed out: no more cases; killed when the last one in flight has answered
         self.retired = False
 
@@ -86,8 +88,11 @@ class HostWorker(ServeWorker):
         if not isinstance(code, int) or isinstance(code, bool) or "result" not in doc:
             self._fail(NOT_AN_ANSWER)
             return
-        waiting = self._waiting.get(doc.get("nonce")) if isinstance(doc.get("nonce"), str) else None
-        if waiting is None or waiting.done():
+        nonce = doc.get("nonce")
+        waiting = self._waiting.get(nonce) if isinstance(nonce, str) else None
+        if nonce in self._abandoned:
+            self._abandoned.discard(nonce)
+        elif waiting is None or waiting.done():
             self._fail("answered with a nonce of no case in flight")
         else:
             waiting.set_result(doc)
@@ -125,6 +130,7 @@ class HostWorker(ServeWorker):
             outcome = self._host_answer(answer.result(), started)  # type: ignore[arg-type]
         elif not done:
             self.retired = True
+            self._abandoned.add(nonce)
             outcome = self._host_outcome(started, timed_out=True)
         elif self._broken is not None:
             outcome = self._host_outcome(

@@ -322,7 +322,8 @@ async def _in_thread(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
 
 
 def proxy_settings(env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(url, token) from AgentV's variable names, falling back to evalrun's."""
+    """(url, token) from AgentV's variable names, falling back to evalrun's; read from the
+    case's own variables in a host (``CASE_ENV``), else from the process environment."""
     if env is None:
         env = CASE_ENV.get()
         env = os.environ if env is None else env

@@ -48,6 +48,7 @@ def test_the_tree_is_the_root_and_every_descendant_and_pss_adds_up(tmp_path: Pat
     assert (sample.processes, sample.pss_kib, sample.unreadable) == (4, 56_120, 1)
 
 
+@pytest.mark.slow  # real processes, sampled for 0.3 s
 def test_the_sampler_keeps_the_peak_of_a_real_tree(tmp_path: Path) -> None:
     script = "import subprocess, time; p = subprocess.Popen(['sleep', '30']); time.sleep(30)"
     parent = subprocess.Popen([sys.executable, "-c", script])
@@ -94,6 +95,7 @@ def _real_child_meter() -> treestats.CpuMeter:
     return meter
 
 
+@pytest.mark.slow  # burns ~1 s of CPU in a sandbox
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
 def test_a_child_cgroup_counts_cpu_spent_inside_a_pid_namespace() -> None:
     meter = _real_child_meter()

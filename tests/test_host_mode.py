@@ -152,6 +152,7 @@ def _cases(
     return asyncio.run(run())
 
 
+@pytest.mark.slow  # real host processes: ~1-1.5 s each on 2 cores
 def test_a_pool_runs_many_cases_on_at_most_its_cap_of_hosts(tmp_path: Path) -> None:
     pool = _pool(tmp_path, workers=32)
     ids = [f"c{i}" for i in range(40)]
@@ -163,6 +164,7 @@ def test_a_pool_runs_many_cases_on_at_most_its_cap_of_hosts(tmp_path: Path) -> N
     assert len({r.split()[-1] for r in reasons}) == pool.hosts
 
 
+@pytest.mark.slow  # real host processes: ~1-1.5 s each on 2 cores
 def test_each_builtin_grader_gets_the_runs_width_in_flight(tmp_path: Path) -> None:
     """A case runs its graders side by side: two graders at 2 workers hold 4 cases at once
     (a barrier of 4 in the host fails every case unless all four are in flight together)."""
@@ -173,6 +175,7 @@ def test_each_builtin_grader_gets_the_runs_width_in_flight(tmp_path: Path) -> No
     assert pool.started == 1 and pool.slots == 4
 
 
+@pytest.mark.slow  # real host processes: ~1-1.5 s each on 2 cores
 def test_a_hung_case_times_out_alone_and_its_host_takes_no_more_cases(tmp_path: Path) -> None:
     pool = _pool(tmp_path, workers=4)
     outcomes, alive = _cases(pool, ["hang", "c1", "c2", "c3"], timeout=1, sleep=0.3)
@@ -181,6 +184,7 @@ def test_a_hung_case_times_out_alone_and_its_host_takes_no_more_cases(tmp_path: 
     assert alive == [False]  # killed once the others had answered
 
 
+@pytest.mark.slow  # real host processes: ~1-1.5 s each on 2 cores
 def test_an_answer_after_its_timeout_is_dropped_and_the_others_are_answered(
     tmp_path: Path,
 ) -> None:
@@ -200,6 +204,7 @@ def test_an_answer_after_its_timeout_is_dropped_and_the_others_are_answered(
     assert other.failure is None and json.loads(other.stdout)["reason"].startswith("c1 ")
 
 
+@pytest.mark.slow  # real host processes: ~1-1.5 s each on 2 cores
 def test_a_host_that_crashes_errors_the_cases_it_held(tmp_path: Path) -> None:
     pool = _pool(tmp_path, workers=2)
     outcomes, _ = _cases(pool, ["crash", "c1"], sleep=5)

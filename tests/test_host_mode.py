@@ -8,6 +8,7 @@ import asyncio
 import io
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import threading
@@ -18,7 +19,10 @@ import pytest
 from evalrun.launcher.hosts import HostPool, host_count
 from grader_sdk import proxy_settings
 from grader_sdk._host import serve_host
-from tests.conftest import ROOT, read_bundle, run_cli
+from tests.conftest import ROOT, read_bundle
+
+sys.path.insert(0, str(ROOT / "bench"))
+from treestats import TreeSampler  # noqa: E402
 
 
 def _line(nonce: str, grader: str, token: str, **payload: object) -> str:
@@ -248,17 +252,20 @@ def test_two_builtin_graders_of_a_wide_run_share_capped_host_processes(tmp_path:
         )
     )
     out = tmp_path / "out"
-    proc = run_cli(
-        str(tmp_path / "wide.eval.yaml"),
-        "--out",
-        str(out),
-        "--workers",
-        "24",
-        "--quiet",
+    argv = [sys.executable, "-m", "evalrun", str(tmp_path / "wide.eval.yaml"), "--out", str(out)]
+    argv += ["--workers", "24", "--quiet", "--sandbox", "none"]
+    proc = subprocess.Popen(
+        argv,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=120,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    assert proc.returncode == 0, proc.stderr
+    with TreeSampler(proc.pid, interval=0.02) as sampler:
+        _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
     results, summary = read_bundle(out)
     assert summary["counts"] == {**summary["counts"], "passed": 24, "total": 24}
+    # evalrun and its hosts, never a worker per grader per case in flight (1 + 48 before)
+    assert 2 <= sampler.result.most_processes <= 1 + host_count(24)
     assert all(len(r["graders"]) == 2 for r in results)

@@ -140,7 +140,9 @@ def bench_python(work: Path) -> str:
         text=True,
         check=True,
     ).stdout.strip()
-    packages = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    # a venv made with --system-site-packages finds its packages in the system's too
+    found = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    packages = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib"), *found])
     Path(site, "bench-packages.pth").write_text("\n".join(packages) + "\n")
     return str(python)
 

@@ -9,10 +9,10 @@ count the interpreter's shared pages once per process.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -184,8 +184,16 @@ def _child_meter(folder: Path, source: str, usage: Callable[[Path], float]) -> C
         return None
 
     def cleanup() -> None:
-        with contextlib.suppress(OSError):
-            child.rmdir()  # refused while a process is left in it; the kernel keeps it then
+        """Remove the cgroup; refused while a process is still in it (a grader killed at the
+        end of a run may take a moment to go), so it is tried for up to a second."""
+        for _ in range(20):
+            try:
+                child.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)
 
     try:
         usage(child)

@@ -5,8 +5,9 @@ its own process (raw asyncio, so it costs the machine little).
 
 ``POST /v1/chat/completions`` answers after the latency with one JSON verdict that both
 evalrun's judge helpers and promptfoo's ``llm-rubric`` read as a pass. ``GET /stats`` gives
-``{"requests", "peak_in_flight", "mean_hold_ms"}`` (how long a call was really held, so a
-bench can show its latency floor is true); ``POST /reset`` zeroes them.
+``{"requests", "peak_in_flight", "mean_hold_ms", "first_at"}`` (how long a call was really
+held, so a bench can show its latency floor is true; when the first call came, on
+``time.monotonic``'s clock); ``POST /reset`` zeroes them.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class Judge:
         self.in_flight = 0
         self.peak_in_flight = 0
         self.held_s = 0.0
+        #: when the first call since the last reset arrived (``time.monotonic``: one clock for
+        #: every process of the machine, so a bench can tell a run's start cost)
+        self.first_at: float | None = None
         #: One thread per call in flight (the benches hold up to a few hundred at once).
         self.sleeper = ThreadPoolExecutor(max_workers=1024, thread_name_prefix="hold")
 
@@ -72,11 +76,14 @@ class Judge:
         if target.startswith(b"/stats"):
             mean = self.held_s / self.requests * 1000 if self.requests else None
             stats = {"requests": self.requests, "peak_in_flight": self.peak_in_flight}
-            return json.dumps({**stats, "mean_hold_ms": mean}).encode()
+            return json.dumps({**stats, "mean_hold_ms": mean, "first_at": self.first_at}).encode()
         if target.startswith(b"/reset"):
             self.requests = self.peak_in_flight = 0
             self.held_s = 0.0
+            self.first_at = None
             return b"{}"
+        if self.first_at is None:
+            self.first_at = time.monotonic()
         self.requests += 1
         self.in_flight += 1
         self.peak_in_flight = max(self.peak_in_flight, self.in_flight)

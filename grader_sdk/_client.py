@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from grader_sdk._errors import (
@@ -28,6 +29,9 @@ R = TypeVar("R")
 URL_ENV = ("AGENTV_TARGET_PROXY_URL", "AGENTV_PROVIDER_PROXY_URL", "EVALRUN_PROXY_URL")
 TOKEN_ENV = ("AGENTV_TARGET_PROXY_TOKEN", "AGENTV_PROVIDER_PROXY_TOKEN", "EVALRUN_PROXY_TOKEN")
 DEFAULT_TIMEOUT = 600.0
+#: A host-mode case's own variables, seen by the thread that runs it only (``_host.py``); unset,
+#: the process environment holds them.
+CASE_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("case_env", default=None)
 
 _CAMEL = {
     "system_prompt": "systemPrompt",
@@ -318,8 +322,11 @@ async def _in_thread(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
 
 
 def proxy_settings(env: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """(url, token) from AgentV's variable names, falling back to evalrun's."""
-    env = os.environ if env is None else env
+    """(url, token) from AgentV's variable names, falling back to evalrun's; read from the
+    case's own variables in a host (``CASE_ENV``), else from the process environment."""
+    if env is None:
+        env = CASE_ENV.get()
+        env = os.environ if env is None else env
     url = next((env[n] for n in URL_ENV if env.get(n)), "")
     token = next((env[n] for n in TOKEN_ENV if env.get(n)), "")
     if not url or not token:

@@ -225,6 +225,16 @@ class GraderResult(Record):
 
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: each module's ``script_grader`` function, by module name: what a host serves (``_host.py``)
+_REGISTERED: dict[str, Callable[..., Any]] = {}
+
+
+def registered_grader(module: str) -> Callable[..., Any]:
+    """The function ``module`` (already imported) made a grader with ``script_grader``."""
+    try:
+        return _REGISTERED[module]
+    except KeyError:
+        raise LookupError(f"{module} defines no @script_grader function") from None
 
 
 def script_grader(fn: F | None = None, *, run: bool | None = None) -> Any:
@@ -237,6 +247,7 @@ def script_grader(fn: F | None = None, *, run: bool | None = None) -> Any:
 
     def wrap(func: F) -> F:
         func.main = lambda: _finish(main(func))  # type: ignore[attr-defined]
+        _REGISTERED[getattr(func, "__module__", "")] = func
         if run or (run is None and getattr(func, "__module__", None) == "__main__"):
             _finish(main(func))
         return func

@@ -16,12 +16,26 @@ from tests.conftest import ROOT
 SMALL = {
     "bench_e2e.py": (["--runs", "3", "--memory-cases", "100"], "grader start-up"),
     "bench_local.py": ([], '"baseline"'),
+    "bench_memory.py": (
+        ["--cases", "40", "--workers", "8", "--latency-ms", "20"],
+        "whole-tree PSS",
+    ),
     "bench_proxy.py": (["--calls", "100", "--seconds", "0.5", "--clients", "4"], "via proxy"),
     "bench_ray.py": (["--cases", "8", "--workers", "2"], "ray/local"),
     "bench_reports.py": (["--small", "200", "--large", "2000"], "peak memory"),
     "bench_sandbox.py": (["--runs", "3"], "grader start-up"),
     "bench_speed.py": (
-        ["--cases", "16", "--workers", "4", "--latency-ms", "20", "--no-promptfoo"]
+        [
+            "--cases",
+            "16",
+            "--workers",
+            "4",
+            "--latency-ms",
+            "20",
+            "--no-promptfoo",
+            "--steady-cases",
+            "32",
+        ]
         + ["--wide-calls", "20", "--wide-workers", "10", "--wide-latency-ms", "200"],
         "contextual precision",
     ),

@@ -12,8 +12,9 @@ from pathlib import Path
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import LaunchContext, launch_grader
 from evalrun.launcher.payload import Wire, payload_for
+from evalrun.launcher.pools import GraderPools
 from evalrun.launcher.protocol import MIXED_OUTPUT, error_line
-from evalrun.launcher.serve import NOT_AN_ANSWER, GraderPools
+from evalrun.launcher.serve import NOT_AN_ANSWER
 from evalrun.results.models import GraderOutcome
 from evalrun.runner.judging import judge_proxy
 from evalrun.spec.models import GraderSpec, TestCase

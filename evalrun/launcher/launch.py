@@ -16,10 +16,11 @@ from evalrun.launcher.deterministic import run_deterministic
 from evalrun.launcher.environment import grader_environment, own_python, proxy_variables
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
 from evalrun.launcher.payload import Wire, payload_for
+from evalrun.launcher.pools import GraderPools
 from evalrun.launcher.process import ProcessOutcome, run_process
 from evalrun.launcher.protocol import as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
-from evalrun.launcher.serve import GraderPools, case_line
+from evalrun.launcher.serve import case_line
 from evalrun.results.models import GraderOutcome, ProxyUsage
 from evalrun.spec.agentv_options import AGENTV_THRESHOLD
 from evalrun.spec.models import GraderSpec, TestCase
@@ -143,6 +144,18 @@ async def _launch(
     per_case = (
         proxy_variables(proxy.url, grant.token) if proxy is not None and grant is not None else {}
     )
+    if ctx.pools is not None and spec.run_mode == "serve" and spec.kind.module is not None:
+        hosts = ctx.pools.hosts(
+            cwd,
+            spec.env,
+            lambda: {
+                **grader_environment(secret_names=ctx.secret_names, allow=spec.env),
+                **ctx.run_env,
+            },
+            sandbox=sandbox,
+            route=route,
+        )
+        return await hosts.run(spec.kind.module, payload, per_case, spec.timeout)
     if ctx.pools is not None and spec.run_mode == "serve":
         pool = ctx.pools.pool(
             command,

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
-from evalrun.launcher.sandbox import ProxyRoute, Sandbox
 
 #: Why a worker's stdout line is no answer at all (``grader check`` reads it as "does not serve").
 NOT_AN_ANSWER = "answered with a line that is not {nonce, exit, result}"
@@ -371,44 +370,3 @@ class ServePool:
     async def close(self) -> None:
         workers, self._all, self._idle = list(self._all), set(), []
         await asyncio.gather(*(w.close() for w in workers), return_exceptions=True)
-
-
-class GraderPools:
-    """The stream-mode pools of one run, one per grader (argv, folder, environment)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = max(1, size)
-        self._pools: dict[tuple[Any, ...], ServePool] = {}
-
-    def pool(
-        self,
-        argv: list[str],
-        cwd: Path,
-        allow: list[str],
-        env: Callable[[], Mapping[str, str]],
-        *,
-        sandbox: Sandbox,
-        route: ProxyRoute | None,
-    ) -> ServePool:
-        """The pool of this grader; ``env`` makes its workers' environment on first use. Each
-        worker runs in a sandbox of its own (a ``strict`` one: its own private temp folder,
-        shared by the cases that worker serves)."""
-        key = (tuple(argv), str(cwd), tuple(allow), sandbox.level, route)
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = self._pools[key] = ServePool(
-                lambda: sandbox.wrap(argv, cwd, route),
-                cwd,
-                env(),
-                self.size,
-                sandbox.exit_status,
-            )
-        return pool
-
-    @property
-    def workers_started(self) -> int:
-        return sum(p.started for p in self._pools.values())
-
-    async def close(self) -> None:
-        pools, self._pools = list(self._pools.values()), {}
-        await asyncio.gather(*(p.close() for p in pools), return_exceptions=True)

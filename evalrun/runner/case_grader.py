@@ -18,7 +18,7 @@ from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import LaunchContext, launch_grader
-from evalrun.launcher.serve import GraderPools
+from evalrun.launcher.pools import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.plan import RunPlan

@@ -22,9 +22,10 @@ from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.plan import RunPlan
+from evalrun.runner.tooluse import tool_use_for
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import TestCase, as_messages
-from evalrun.targets import CompletionRequest, TargetError
+from evalrun.targets import CompletionRequest, TargetError, ToolLoopError, run_tool_loop
 from evalrun.transcripts import Transcript
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ class CaseGrader:
             result.usage.target = usage
         except TargetError as exc:
             result.error = f"target '{exc.target or target_name}' failed: {exc.message}"
+            if isinstance(exc, ToolLoopError):  # the steps made before it stopped
+                result.transcript = exc.transcript.to_dict()
             result.timings.total_ms = _since(started)
             return result, calls
         try:
@@ -181,7 +184,11 @@ class CaseGrader:
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt
         ) as answered:
-            response = await target.complete(request)
+            tools = tool_use_for(self.plan, case)
+            if tools is None:
+                response = await target.complete(request)
+            else:  # docs/agents.md, "Model targets with tools"
+                response = await run_tool_loop(target, request, tools.toolbox, tools.max_turns)
             usage = TargetUsage(
                 input=response.usage.input_tokens,
                 output=response.usage.output_tokens,

@@ -176,3 +176,12 @@ def test_tools_offered_to_a_target_that_cannot_call_them_stop_the_run_before_it_
     assert any("t.eval.yaml:7: tests[0].tools[0]: tools are offered, but target 'm' (mock)" in p
                for p in problems), problems  # fmt: skip
     assert any("tests[0].tools[0].command: script 'missing.py' not found" in p for p in problems)
+
+
+def test_the_docs_example_is_the_example_file() -> None:
+    """docs/agents.md shows evals/tools/shop.eval.yaml, which the tests above run."""
+    docs = (ROOT / "docs" / "agents.md").read_text()
+    section = docs.split("## Model targets with tools", 1)[1]
+    shown = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    body = EXAMPLE.read_text()
+    assert shown == body[body.index("description:") :]

@@ -472,3 +472,32 @@ def test_next_move_is_the_script_the_fakes_share() -> None:
     assert next_move(['{"price": 2}']).calls == [("multiply", {"a": 2, "b": 3})]
     assert next_move(["{}", "6"]).calls == [("write_file", {"path": "total.txt", "content": "6"})]
     assert next_move(["{}", "6", "ok"]).text == "The total is 6, written to total.txt."
+
+
+def test_an_error_result_is_marked_in_the_formats_that_have_a_mark() -> None:
+    """Anthropic's ``tool_result`` takes ``is_error``; Gemini's ``functionResponse`` reads an
+    ``error`` key; OpenAI's tool message has neither, so only the text goes."""
+    from evalrun.targets.providers.anthropic import messages_body
+    from evalrun.targets.providers.gemini import generate_body
+    from evalrun.targets.providers.openai import chat_messages
+
+    call = {"id": "c1", "type": "function", "function": {"name": "probe", "arguments": "{}"}}
+    failed = {"role": "tool", "tool_call_id": "c1", "content": "boom", "is_error": True}
+    request = CompletionRequest(
+        messages=[
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            failed,
+        ]
+    )
+    anthropic = messages_body("claude", request)["messages"][-1]["content"]
+    assert anthropic == [
+        {"type": "tool_result", "tool_use_id": "c1", "content": "boom", "is_error": True}
+    ]
+    (part,) = generate_body(request)["contents"][-1]["parts"]
+    assert part == {"functionResponse": {"name": "probe", "response": {"error": "boom"}}}
+    assert chat_messages(request)[-1] == {"role": "tool", "content": "boom", "tool_call_id": "c1"}
+    ok = CompletionRequest(messages=[*request.messages[:2], {**failed, "is_error": False}])
+    assert "is_error" not in messages_body("claude", ok)["messages"][-1]["content"][0]
+    (part,) = generate_body(ok)["contents"][-1]["parts"]
+    assert part["functionResponse"]["response"] == {"result": "boom"}

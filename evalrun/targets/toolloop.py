@@ -124,7 +124,10 @@ async def run_tool_loop(
             record.arguments, answer = await toolbox.answer(record.name, raw, call["id"])
             record.result, record.is_error = answer.result, answer.is_error
             record.duration_ms = answer.duration_ms
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": answer.content})
+            turn_of_tool = {"role": "tool", "tool_call_id": call["id"], "content": answer.content}
+            if answer.is_error:  # Anthropic and Gemini mark it; OpenAI's format cannot
+                turn_of_tool["is_error"] = True
+            messages.append(turn_of_tool)
     raise AssertionError("unreachable: the last turn returns or raises")
 
 

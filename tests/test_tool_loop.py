@@ -501,3 +501,111 @@ def test_an_error_result_is_marked_in_the_formats_that_have_a_mark() -> None:
     assert "is_error" not in messages_body("claude", ok)["messages"][-1]["content"][0]
     (part,) = generate_body(ok)["contents"][-1]["parts"]
     assert part["functionResponse"]["response"] == {"result": "boom"}
+
+
+@pytest.mark.slow  # importing litellm takes seconds
+def test_the_three_tool_task_completes_through_a_litellm_target(tmp_path: Path) -> None:
+    pytest.importorskip("litellm")
+    box = _toolbox(tmp_path)
+
+    async def main() -> tuple[CompletionResponse, list[Seen]]:
+        async with FakeServer(openai_handler) as server:
+            config = {
+                "name": "m",
+                "kind": "litellm",
+                "model": "openai/gpt-4o-mini",
+                "base_url": f"{server.url}/v1",
+                "api_key_env": "PROVIDER_KEY",
+                "max_retries": 0,
+            }
+            pool = TargetPool(targets_file(config), env={"PROVIDER_KEY": KEY})
+            try:
+                return await _loop(pool.get("m"), box), server.seen
+            finally:
+                await pool.aclose()
+
+    response, seen = asyncio.run(main())
+    assert response.text == ANSWER
+    assert _calls(response.transcript) == EXPECTED_CALLS
+    assert [s.path for s in seen] == ["/v1/chat/completions"] * 4
+    assert all(_offered_names("openai", s.json()) == ["lookup_price", "multiply", "write_file"]
+               for s in seen)  # fmt: skip
+
+
+def test_every_step_is_retried_and_held_under_the_target_limit(tmp_path: Path) -> None:
+    """A step that fails once with a retryable error is retried like any call, and each try is
+    counted by the target's concurrency limit."""
+    box = _toolbox(tmp_path)
+    failed: list[int] = []
+
+    def flaky(seen: Seen) -> Reply:
+        results = [m for m in seen.json()["messages"] if m["role"] == "tool"]
+        if len(results) == 2 and not failed:  # the third step's first try
+            failed.append(1)
+            return Reply(503, {"error": {"message": "overloaded"}}, {"retry-after": "0"})
+        return openai_handler(seen)
+
+    class CountingLimit:
+        entered = 0
+
+        async def __aenter__(self) -> None:
+            CountingLimit.entered += 1
+
+        async def __aexit__(self, *exc: object) -> None:
+            return None
+
+    async def main() -> tuple[CompletionResponse, int]:
+        async with FakeServer(flaky) as server:
+            config = {**_target("openai", server.url), "max_retries": 1}
+            pool = TargetPool(
+                targets_file(config),
+                env={"PROVIDER_KEY": KEY},
+                limit_for=lambda _c: CountingLimit(),
+            )
+            try:
+                return await _loop(pool.get("m"), box), server.count
+            finally:
+                await pool.aclose()
+
+    response, calls = asyncio.run(main())
+    assert response.text == ANSWER and _calls(response.transcript) == EXPECTED_CALLS
+    assert calls == 5 and CountingLimit.entered == 5
+
+
+def test_several_calls_in_one_step_are_answered_in_order(tmp_path: Path) -> None:
+    box = _toolbox(tmp_path)
+    sent: list[list[dict[str, Any]]] = []
+
+    def mind(results: list[str]) -> Move:
+        if not results:
+            return Move([("lookup_price", {"sku": "A1"}), ("lookup_price", {"sku": "B2"})])
+        return Move(text=" | ".join(results))
+
+    def model(seen: Seen) -> Reply:
+        sent.append(seen.json()["messages"])
+        return openai_handler(seen, mind=mind)
+
+    async def main() -> CompletionResponse:
+        async with FakeServer(model) as server:
+            pool = TargetPool(
+                targets_file(_target("openai", server.url)), env={"PROVIDER_KEY": KEY}
+            )
+            try:
+                return await _loop(pool.get("m"), box)
+            finally:
+                await pool.aclose()
+
+    response = asyncio.run(main())
+    assert response.text == '{"sku": "A1", "price": 2.5} | {"error": "unknown sku"}'
+    assert response.transcript is not None and len(response.transcript.steps) == 2
+    first = response.transcript.steps[0]
+    assert [(c.id, c.arguments) for c in first.tool_calls] == [
+        ("call_0_0", {"sku": "A1"}),
+        ("call_0_1", {"sku": "B2"}),
+    ]
+    assistant, *tools = sent[1][1:]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["call_0_0", "call_0_1"]
+    assert [(t["role"], t["tool_call_id"]) for t in tools] == [
+        ("tool", "call_0_0"),
+        ("tool", "call_0_1"),
+    ]

@@ -108,7 +108,10 @@ def _without_times(transcript: Transcript | None) -> dict[str, Any]:
     return data
 
 
-@pytest.mark.parametrize("kind", ["openai", "azure", "anthropic", "gemini"])
+#: the default run keeps the three wire formats; azure's body is openai's (slow)
+@pytest.mark.parametrize(
+    "kind", ["openai", pytest.param("azure", marks=pytest.mark.slow), "anthropic", "gemini"]
+)
 def test_a_three_tool_task_completes_through_the_loop_in_each_wire_format(
     kind: str, tmp_path: Path
 ) -> None:
@@ -342,7 +345,14 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("behaviour", sorted(HOSTILE))
+#: the default run keeps a crash and garbage; each other script costs a process (slow)
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        b if b in ("crashes", "prints garbage") else pytest.param(b, marks=pytest.mark.slow)
+        for b in sorted(HOSTILE)
+    ],
+)
 def test_a_hostile_tool_script_is_an_error_result_that_says_why(
     behaviour: str, tmp_path: Path
 ) -> None:

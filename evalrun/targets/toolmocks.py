@@ -153,13 +153,12 @@ class Toolbox:
         except asyncio.TimeoutError:
             await _kill_group(process)
             return failed(f"gave no answer within {tool.timeout:g}s (process group killed)")
-        except _TooLong:
-            await _kill_group(process)
-            return failed(f"printed more than {MAX_SCRIPT_OUTPUT:,} bytes (killed)")
         except BaseException:
             await _kill_group(process)
             raise
         await _kill_group(process)  # anything it left running goes with it
+        if stdout is None:
+            return failed(f"printed more than {MAX_SCRIPT_OUTPUT:,} bytes (killed)")
         tail = stderr.decode(errors="replace").strip()[-_STDERR_TAIL:]
         if process.returncode != 0:
             return failed(
@@ -175,24 +174,25 @@ class Toolbox:
         return Answer(result, False, round(elapsed, 1))
 
 
-class _TooLong(Exception):
-    pass
-
-
-async def _communicate(process: asyncio.subprocess.Process, stdin: bytes) -> tuple[bytes, bytes]:
-    """stdin written, then stdout (at most ``MAX_SCRIPT_OUTPUT``) and stderr's tail read."""
+async def _communicate(
+    process: asyncio.subprocess.Process, stdin: bytes
+) -> tuple[bytes | None, bytes]:
+    """stdin written, then stdout and stderr's tail read; stdout is None when the script
+    printed more than ``MAX_SCRIPT_OUTPUT`` (it is killed then, so its pipes close)."""
     assert process.stdin and process.stdout and process.stderr
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         process.stdin.write(stdin)
         await process.stdin.drain()
         process.stdin.close()
 
-    async def read_out(stream: asyncio.StreamReader) -> bytes:
+    async def read_out(stream: asyncio.StreamReader) -> bytes | None:
         out = bytearray()
         while chunk := await stream.read(65536):
             out += chunk
             if len(out) > MAX_SCRIPT_OUTPUT:
-                raise _TooLong
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                return None
         return bytes(out)
 
     async def read_tail(stream: asyncio.StreamReader) -> bytes:

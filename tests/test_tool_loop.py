@@ -231,6 +231,7 @@ def test_max_turns_stops_the_loop_with_a_clear_error_and_keeps_the_transcript(
     error = asyncio.run(main())
     assert "max_turns (2 model calls)" in error.message and "(multiply)" in error.message
     assert error.target == "m"
+    assert (error.spent.usage.input_tokens, error.spent.usage.output_tokens) == (201, 20)
     steps = error.transcript.steps
     assert len(steps) == 2
     (lookup,) = steps[0].tool_calls

@@ -157,6 +157,8 @@ def test_a_case_that_hits_max_turns_is_an_error_that_keeps_its_transcript(tmp_pa
     assert result.transcript is not None
     names = [c["name"] for s in result.transcript["steps"] for c in s["tool_calls"]]
     assert names == ["lookup_price", "multiply"]
+    spent = result.usage.target  # the two model calls it made are counted
+    assert spent is not None and (spent.input, spent.output, spent.total) == (201, 20, 221)
 
 
 def test_tools_offered_to_a_target_that_cannot_call_them_stop_the_run_before_it_starts(

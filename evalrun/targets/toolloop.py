@@ -29,11 +29,17 @@ FORMAT = "tool-loop"
 
 class ToolLoopError(TargetError):
     """The loop stopped without an answer (a model call failed, or ``max_turns`` was reached);
-    ``transcript`` holds every step made so far, for the case's result."""
+    ``spent`` holds what the steps made so far cost and their transcript, for the case's
+    result."""
 
-    def __init__(self, message: str, transcript: Transcript, **kwargs: Any) -> None:
+    def __init__(self, message: str, spent: CompletionResponse, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
-        self.transcript = transcript
+        self.spent = spent
+
+    @property
+    def transcript(self) -> Transcript:
+        assert self.spent.transcript is not None
+        return self.spent.transcript
 
 
 class _Run:
@@ -68,6 +74,21 @@ class _Run:
         costs = [r.cost_usd for r in self.responses]
         return None if not costs or None in costs else sum(c for c in costs if c is not None)
 
+    def summed(self, last: CompletionResponse) -> CompletionResponse:
+        """``last`` (the answer, or where the loop stopped) with the whole run's usage, cost
+        and transcript; its latency is the loop's, tool calls included."""
+        transcript = self.transcript(last.text)
+        return replace(
+            last,
+            usage=self.usage(),
+            cached=bool(self.responses) and all(r.cached for r in self.responses),
+            replayed=bool(self.responses) and all(r.replayed for r in self.responses),
+            latency_ms=transcript.duration_ms or 0.0,
+            cost_usd=self.cost(),
+            repaired=sum(r.repaired for r in self.responses),
+            transcript=transcript,
+        )
+
     def transcript(self, answer: str) -> Transcript:
         usage = self.usage()
         return Transcript(
@@ -94,14 +115,14 @@ async def run_tool_loop(
         except TargetError as exc:
             raise ToolLoopError(
                 f"{exc.message} (model call {turn} of the tool loop)",
-                run.transcript(""),
+                run.summed(CompletionResponse(text="")),
                 status=exc.status,
                 target=exc.target,
             ) from exc
         step = run.add(response)
         calls = _with_ids(response.tool_calls or [], turn)
         if not calls:
-            return _final(run, response)
+            return run.summed(response)
         for call in calls:
             function = call.get("function") or {}
             arguments, _ = parse_arguments(function.get("arguments"))
@@ -113,7 +134,7 @@ async def run_tool_loop(
             raise ToolLoopError(
                 f"the tool loop reached max_turns ({max_turns} model calls) and the model still "
                 f"asks for tools ({asked[:200]}): raise max_turns or check the task",
-                run.transcript(response.text),
+                run.summed(response),
                 target=getattr(target, "name", None),
             )
         messages.append(
@@ -140,19 +161,3 @@ def _with_ids(calls: list[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
             continue
         out.append(call if call.get("id") else {**call, "id": f"call_{turn}_{index + 1}"})
     return out
-
-
-def _final(run: _Run, response: CompletionResponse) -> CompletionResponse:
-    """The last answer with the whole run's usage, cost and transcript; its latency is the
-    loop's, tool calls included."""
-    transcript = run.transcript(response.text)
-    return replace(
-        response,
-        usage=run.usage(),
-        cached=all(r.cached for r in run.responses),
-        replayed=all(r.replayed for r in run.responses),
-        latency_ms=transcript.duration_ms or 0.0,
-        cost_usd=run.cost(),
-        repaired=sum(r.repaired for r in run.responses),
-        transcript=transcript,
-    )

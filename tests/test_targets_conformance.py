@@ -4,8 +4,8 @@ Anthropic's version header) and the JSON body.
 
 SDKs: ``openai`` (OpenAI and ``openai.AsyncAzureOpenAI``), ``anthropic``, ``google-genai``;
 test extras only. Each provider is checked on a plain call with the options it takes, a call
-offering a tool with a tool choice, a turn replaying a tool call and its result, and a
-``json_schema`` structured output.
+offering a tool with a tool choice, a turn replaying a tool call and its result, the same
+with a failed tool (evalrun's tool loop), and a ``json_schema`` structured output.
 
 Documented differences (docs/targets.md):
 
@@ -66,6 +66,11 @@ TOOL_TURNS = [
     {"role": "assistant", "content": None, "tool_calls": [CALL]},
     {"role": "tool", "tool_call_id": "call_1", "content": '{"sky": "sunny"}'},
 ]
+#: a failed tool's turn, as evalrun's tool loop sends it (docs/targets.md, "Tools")
+FAILED_TOOL_TURNS = [
+    *TOOL_TURNS[:2],
+    {"role": "tool", "tool_call_id": "call_1", "content": "no such city", "is_error": True},
+]
 
 #: evalrun's requests, one per scenario; each SDK test makes the same calls in its own API
 REQUESTS = {
@@ -83,6 +88,7 @@ REQUESTS = {
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     ),
     "tool_turns": CompletionRequest(messages=TOOL_TURNS, max_tokens=64, tools=[OPENAI_TOOL]),
+    "tool_error": CompletionRequest(messages=FAILED_TOOL_TURNS, max_tokens=64, tools=[OPENAI_TOOL]),
     "json_schema": CompletionRequest(
         messages=[{"role": "user", "content": QUESTION}],
         max_tokens=64,
@@ -166,6 +172,14 @@ OPENAI_CALLS: dict[str, dict[str, Any]] = {
         "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
     },
     "tool_turns": {"messages": TOOL_TURNS, "max_completion_tokens": 64, "tools": [OPENAI_TOOL]},
+    "tool_error": {  # OpenAI's tool message has no error mark: the text goes alone
+        "messages": [
+            *TOOL_TURNS[:2],
+            {"role": "tool", "tool_call_id": "call_1", "content": "no such city"},
+        ],
+        "max_completion_tokens": 64,
+        "tools": [OPENAI_TOOL],
+    },
     "json_schema": {
         "messages": [{"role": "user", "content": QUESTION}],
         "max_completion_tokens": 64,
@@ -252,6 +266,35 @@ ANTHROPIC_CALLS: dict[str, dict[str, Any]] = {
                 "role": "user",
                 "content": [
                     {"type": "tool_result", "tool_use_id": "call_1", "content": '{"sky": "sunny"}'}
+                ],
+            },
+        ],
+        "max_tokens": 64,
+        "tools": [ANTHROPIC_TOOL],
+    },
+    "tool_error": {
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "call_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    }
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "call_1",
+                        "is_error": True,
+                        "content": "no such city",
+                    }
                 ],
             },
         ],
@@ -355,6 +398,36 @@ def gemini_calls(types: Any) -> dict[str, dict[str, Any]]:
                         types.Part(
                             function_response=types.FunctionResponse(
                                 name="get_weather", response={"sky": "sunny"}
+                            )
+                        )
+                    ],
+                ),
+            ],
+            "config": types.GenerateContentConfig(
+                max_output_tokens=64,
+                tools=tools,
+                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            ),
+        },
+        "tool_error": {
+            "contents": [
+                question,
+                types.Content(
+                    role="model",
+                    parts=[
+                        types.Part(
+                            function_call=types.FunctionCall(
+                                name="get_weather", args={"city": "Paris"}
+                            )
+                        )
+                    ],
+                ),
+                types.Content(
+                    role="user",
+                    parts=[
+                        types.Part(
+                            function_response=types.FunctionResponse(
+                                name="get_weather", response={"error": "no such city"}
                             )
                         )
                     ],

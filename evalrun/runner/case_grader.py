@@ -22,9 +22,16 @@ from evalrun.launcher.pools import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.plan import RunPlan
+from evalrun.runner.tooluse import tool_use_for
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import TestCase, as_messages
-from evalrun.targets import CompletionRequest, TargetError
+from evalrun.targets import (
+    CompletionRequest,
+    CompletionResponse,
+    TargetError,
+    ToolLoopError,
+    run_tool_loop,
+)
 from evalrun.transcripts import Transcript
 
 if TYPE_CHECKING:
@@ -88,6 +95,9 @@ class CaseGrader:
             result.usage.target = usage
         except TargetError as exc:
             result.error = f"target '{exc.target or target_name}' failed: {exc.message}"
+            if isinstance(exc, ToolLoopError):  # the steps made before it stopped, and their cost
+                result.transcript = exc.transcript.to_dict()
+                result.usage.target = _target_usage(exc.spent)
             result.timings.total_ms = _since(started)
             return result, calls
         try:
@@ -181,17 +191,25 @@ class CaseGrader:
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt
         ) as answered:
-            response = await target.complete(request)
-            usage = TargetUsage(
-                input=response.usage.input_tokens,
-                output=response.usage.output_tokens,
-                total=response.usage.total_tokens,
-                cached=response.cached,
-                replayed=response.replayed,
-                cost_usd=response.cost_usd,
-            )
+            tools = tool_use_for(self.plan, case)
+            if tools is None:
+                response = await target.complete(request)
+            else:  # docs/agents.md, "Model targets with tools"
+                response = await run_tool_loop(target, request, tools.toolbox, tools.max_turns)
+            usage = _target_usage(response)
             answered(usage.to_dict(), response.text, response.model)
         return response.text, response.latency_ms, usage, response.repaired, response.transcript
+
+
+def _target_usage(response: CompletionResponse) -> TargetUsage:
+    return TargetUsage(
+        input=response.usage.input_tokens,
+        output=response.usage.output_tokens,
+        total=response.usage.total_tokens,
+        cached=response.cached,
+        replayed=response.replayed,
+        cost_usd=response.cost_usd,
+    )
 
 
 def _since(started: float) -> float:

@@ -18,12 +18,15 @@ from typing import Any
 from evalrun.launcher.environment import own_python
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
+from evalrun.spec.tools import ToolSpec
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
     ConfigError,
     TargetNotConfigured,
     TargetsFile,
     TargetsLookup,
+    kind_of,
+    kinds,
     missing_extra,
 )
 
@@ -58,15 +61,19 @@ class CaseSurvey:
     graders: list[tuple[tuple[Any, ...], GraderSpec]] = field(default_factory=list)
     #: Some case has no recorded output, so the target must answer it.
     needs_target: bool = False
+    #: Each tool once, with its key path; suite tools first (docs/agents.md).
+    tools: list[tuple[tuple[Any, ...], ToolSpec]] = field(default_factory=list)
 
 
 def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
     survey = CaseSurvey([(("graders", i), g) for i, g in enumerate(loaded.spec.graders)])
+    survey.tools = [(("tools", i), t) for i, t in enumerate(loaded.spec.tools)]
     for case in cases:
         survey.needs_target = survey.needs_target or case.output is None
         survey.graders += [
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
+        survey.tools += [(("tests", case.index, "tools", j), t) for j, t in enumerate(case.tools)]
     return survey
 
 
@@ -92,6 +99,7 @@ def check_eval(
         loaded, survey, targets, lookup, target, judge, replay, env, need_target
     )
     problems += _check_graders(loaded, survey, env)
+    problems += _check_tools(loaded, survey, targets, target, env)
     problems += _check_rubric(loaded)
     return list(dict.fromkeys(problems))
 
@@ -208,6 +216,39 @@ def _check_graders(loaded: LoadedEval, survey: CaseSurvey, env: Mapping[str, str
             script = _script_problem(part, loaded.folder, folder)
             if script:
                 problems.append(f"{where}: {script}")
+    return problems
+
+
+def _check_tools(
+    loaded: LoadedEval,
+    survey: CaseSurvey,
+    targets: TargetsFile,
+    target: str | None,
+    env: Mapping[str, str],
+) -> list[str]:
+    """Tools need a target kind that can call them, and their scripts must be there
+    (docs/agents.md, "Model targets with tools")."""
+    if not survey.tools:
+        return []
+    problems = []
+    name = target or loaded.spec.target
+    config = targets.get(name) if name and name in targets.names else None
+    if config is not None and not kind_of(config).tools:
+        problems.append(
+            f"{loaded.where(survey.tools[0][0])}: tools are offered, but target '{name}' "
+            f"({config.kind}) cannot call tools: use a target of kind "
+            + ", ".join(n for n, k in kinds().items() if k.tools)
+        )
+    for loc, tool in survey.tools:
+        argv = own_python(tool.argv or [])
+        if not argv:
+            continue
+        where = loaded.where((*loc, "command"))
+        program = _program_problem(argv[0], loaded.folder, loaded.folder, env)
+        problems += [f"{where}: {program}"] if program else []
+        for part in argv[1:]:
+            script = _script_problem(part, loaded.folder, loaded.folder)
+            problems += [f"{where}: {script}"] if script else []
     return problems
 
 

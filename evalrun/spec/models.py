@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
+from evalrun.spec.tools import MaxTurns, Tools
 from evalrun.transcripts.options import option_problem
 
 
@@ -229,6 +230,9 @@ class TestCase(BaseModel):
     #: AgentV's multi-turn conversation: loads, but a run reports the case as an error, since
     #: evalrun asks its target one request per case (docs/eval-files.md, "AgentV files")
     turns: list[dict[str, Any]] | None = None
+    #: tools offered to a model target, with their mocked results (docs/agents.md)
+    tools: Tools = Field(default_factory=list)
+    max_turns: MaxTurns = None
     #: Where the case is in its file: the line it starts on and its index among the tests
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
@@ -304,6 +308,9 @@ class EvalFile(BaseModel):
     rubric: str | None = None
     graders: list[GraderSpec] = Field(default_factory=list)
     tests: Tests
+    #: tools offered to a model target in every test, and the tool loop's cap (docs/agents.md)
+    tools: Tools = Field(default_factory=list)
+    max_turns: MaxTurns = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     # AgentV's suite keys, kept as they are; none changes what a run does
     # (docs/eval-files.md, "AgentV files" says why each is ignored).

@@ -36,6 +36,8 @@ from evalrun.targets.extras import install_hint
 from evalrun.targets.managed import ManagedTarget
 from evalrun.targets.pool import LimitFactory, StoreOptions, TargetPool, build_provider
 from evalrun.targets.registry import ToolsUnsupported, kind_of, kinds, missing_extra
+from evalrun.targets.toolloop import ToolLoopError, run_tool_loop
+from evalrun.targets.toolmocks import MockedResult, MockTool, Toolbox
 
 __all__ = [
     "CompletionRequest",
@@ -43,6 +45,8 @@ __all__ = [
     "ConfigError",
     "LimitFactory",
     "ManagedTarget",
+    "MockTool",
+    "MockedResult",
     "OPTION_FIELDS",
     "RefusedField",
     "Target",
@@ -54,6 +58,8 @@ __all__ = [
     "TargetsLookup",
     "TargetNotConfigured",
     "TokenUsage",
+    "ToolLoopError",
+    "Toolbox",
     "ToolsUnsupported",
     "UnsupportedByTarget",
     "StoreOptions",
@@ -66,6 +72,7 @@ __all__ = [
     "load_targets",
     "locate_targets_file",
     "missing_extra",
+    "run_tool_loop",
 ]
 
 

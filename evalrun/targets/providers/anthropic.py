@@ -37,7 +37,9 @@ def _blocks(message: dict[str, Any]) -> tuple[str, list[Block]]:
     role = message.get("role")
     text = text_of(message.get("content"))
     if is_tool_result(message):
-        result = {"type": "tool_result", "tool_use_id": str(message["tool_call_id"])}
+        result: Block = {"type": "tool_result", "tool_use_id": str(message["tool_call_id"])}
+        if message.get("is_error") is True:  # a failed tool (docs/targets.md, "Tools")
+            result["is_error"] = True
         return "user", [{**result, "content": text}]
     calls = [
         {"type": "tool_use", "id": call.get("id"), "name": call_name(call)}

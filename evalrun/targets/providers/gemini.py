@@ -77,7 +77,11 @@ def _parts_of(request: CompletionRequest) -> Any:
             name = names.get(message.get("tool_call_id")) or str(message.get("name") or "")
             if not name:
                 raise UnsupportedByTarget("a tool message answers no known tool call")
-            response = {"name": name, "response": _function_response(text)}
+            failed = message.get("is_error") is True  # docs/targets.md, "Tools"
+            response = {
+                "name": name,
+                "response": {"error": text} if failed else _function_response(text),
+            }
             return "user", [{"functionResponse": response}]
         if role != "assistant":
             return "user", [{"text": text}]

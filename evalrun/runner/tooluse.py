@@ -1,0 +1,56 @@
+"""A case's tools, from the eval file's ``tools:`` and ``max_turns:`` to the target's tool loop
+(docs/agents.md, "Model targets with tools")."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalrun.launcher.environment import grader_environment, own_python
+from evalrun.runner.plan import RunPlan
+from evalrun.spec.models import TestCase
+from evalrun.spec.tools import DEFAULT_MAX_TURNS, ToolSpec, tools_for
+from evalrun.targets import MockedResult, MockTool, Toolbox
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    toolbox: Toolbox
+    max_turns: int
+
+
+def tool_use_for(plan: RunPlan, case: TestCase) -> ToolUse | None:
+    """The case's toolbox and turn cap, or None when it offers no tools (one plain call).
+    Tool scripts run from the eval file's folder, with a grader's environment: the run's
+    secrets left out (docs/security.md)."""
+    spec = plan.loaded.spec
+    tools = tools_for(spec.tools, case.tools)
+    if not tools:
+        return None
+    box = toolbox(tools, plan.loaded.folder, plan.pool.secret_env_names())
+    return ToolUse(box, case.max_turns or spec.max_turns or DEFAULT_MAX_TURNS)
+
+
+def toolbox(tools: list[ToolSpec], folder: Path, secret_names: Iterable[str]) -> Toolbox:
+    """The tools as the target's loop runs them, their scripts started in ``folder``."""
+    return Toolbox(
+        tools=tuple(_mock_tool(tool) for tool in tools),
+        cwd=folder.resolve(),
+        env=grader_environment(secret_names=secret_names),
+    )
+
+
+def _mock_tool(tool: ToolSpec) -> MockTool:
+    argv = tool.argv
+    return MockTool(
+        name=tool.name,
+        description=tool.description,
+        parameters=tool.parameters or {"type": "object", "properties": {}},
+        results=tuple(
+            MockedResult(entry.result, entry.arguments, entry.is_error) for entry in tool.results
+        ),
+        fallback=MockedResult(tool.result) if tool.has_result else None,
+        command=tuple(own_python(argv)) if argv is not None else None,
+        timeout=tool.timeout,
+    )

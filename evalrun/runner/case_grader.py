@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
-from evalrun.launcher.launch import LaunchContext, launch_grader
+from evalrun.launcher.launch import GraderRun, LaunchContext, launch_grader
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
+from evalrun.runner.conversation import converse
 from evalrun.runner.plan import RunPlan
 from evalrun.safetext import repaired_note
-from evalrun.spec.models import TestCase, as_messages
+from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import CompletionRequest, TargetError
 from evalrun.transcripts import Transcript
 
@@ -73,11 +74,7 @@ class CaseGrader:
         )
         calls: list[JudgeCall] = []
         if case.turns is not None:
-            result.error = (
-                "multi-turn tests (AgentV's turns:) are not supported: evalrun asks its target "
-                'one request per case (docs/eval-files.md, "AgentV files")'
-            )
-            return result, calls
+            return await self._converse(case, repeat, result, started)
         try:
             output, target_ms, usage, repaired, transcript = await self._answer(case)
             result.output = output
@@ -91,13 +88,8 @@ class CaseGrader:
             result.timings.total_ms = _since(started)
             return result, calls
         try:
-            runs = await asyncio.gather(
-                *(
-                    self.telemetry.grader(
-                        launch_grader(g, case, output, self._ctx, repeat, transcript)
-                    )
-                    for g in self.plan.graders_for(case)
-                )
+            runs = await self._run_graders(
+                self.plan.graders_for(case), case, output, transcript, repeat
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
@@ -111,6 +103,52 @@ class CaseGrader:
         if not result.graders:
             result.error = "no graders apply to this case"
         result.usage.judge = CaseUsage.judge_of(result.graders)
+        result.timings.total_ms = _since(started)
+        return result, calls
+
+    async def _run_graders(
+        self,
+        graders: list[GraderSpec],
+        case: TestCase,
+        output: str | None,
+        transcript: Transcript | None,
+        repeat: int,
+    ) -> list[GraderRun]:
+        return list(
+            await asyncio.gather(
+                *(
+                    self.telemetry.grader(
+                        launch_grader(g, case, output, self._ctx, repeat, transcript)
+                    )
+                    for g in graders
+                )
+            )
+        )
+
+    async def _converse(
+        self, case: TestCase, repeat: int, result: CaseResult, started: float
+    ) -> tuple[CaseResult, list[JudgeCall]]:
+        """A multi-turn test, turn by turn (``conversation.py``): always one result."""
+
+        async def grade(
+            graders: list[GraderSpec], seen: TestCase, output: str | None, t: Transcript | None
+        ) -> list[GraderRun]:
+            return await self._run_graders(graders, seen, output, t, repeat)
+
+        try:
+            calls = await converse(
+                case,
+                result,
+                answer=self._answer,
+                grade=grade,
+                score=self._score,
+                conversation_graders=self.plan.graders_for(case),
+            )
+        except Exception as exc:  # a bug of ours must still leave one result for the case
+            result.status, result.score = "error", None
+            result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
+            calls = []
+        result.usage.judge = CaseUsage.judge_of(result.graders) if result.graders else None
         result.timings.total_ms = _since(started)
         return result, calls
 

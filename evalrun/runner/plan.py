@@ -65,6 +65,7 @@ class RunPlan:
         if self.target_name and any(case.output is None for case in self.cases):
             names.append(self.target_name)
         graders = [g for case in self.cases for g in self.graders_for(case)]
+        graders += [g for case in self.cases for _, _, g in case.turn_graders]
         if self.judge_name and any(g.needs_judge for g in graders):
             names.append(self.judge_name)
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]

@@ -67,6 +67,9 @@ def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
         survey.graders += [
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
+        survey.graders += [
+            (("tests", case.index, "turns", i, "graders", j), g) for i, j, g in case.turn_graders
+        ]
     return survey
 
 

@@ -1,0 +1,386 @@
+"""Multi-turn tests (docs/agents.md, "Multi-turn conversations"): the target is asked turn by
+turn with the conversation so far, over real loopback HTTP; every turn lands in the transcript
+and is graded; a target error mid-conversation keeps the turns before it; cache and cassette
+hold per turn; AgentV's multi-turn examples run and score by AgentV's turn aggregation."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import evalrun
+from evalrun.runner.conversation import aggregate, conversation_text
+from evalrun.spec.loader import EvalFileError, load_eval
+from evalrun.spec.models import Message
+from tests.conftest import read_bundle
+from tests.targets_helpers import FakeServer, Reply, Seen, openai_error, openai_reply
+
+CORPUS = Path(__file__).parent / "data" / "agentv_corpus"
+
+#: The fake model's replies, by the last user message it is sent.
+REPLIES = {
+    "My name is Ada.": "Nice to meet you, Ada.",
+    "What is my name?": "Your name is Ada.",
+    "Spell it backwards.": "adA",
+}
+
+
+def chat_model(seen: Seen) -> Reply:
+    """An OpenAI chat model that answers the last user message; 'boom' is a bad request."""
+    last = seen.json()["messages"][-1]["content"]
+    if last == "boom":
+        return openai_error(400, "the fake refuses this turn", "invalid_request_error")
+    return openai_reply(REPLIES.get(last, "I do not follow."), prompt_tokens=7, completion_tokens=2)
+
+
+def write_eval(folder: Path, port: int, turns: list[dict[str, Any]], **extra: Any) -> Path:
+    (folder / "targets.yaml").write_text(
+        textwrap.dedent(
+            f"""\
+            targets:
+              - name: bot
+                kind: openai
+                model: fake-chat
+                base_url: http://127.0.0.1:{port}/v1
+                api_key_env: FAKE_CHAT_KEY
+                max_retries: 0
+            """
+        )
+    )
+    path = folder / "chat.eval.yaml"
+    test = {"id": "ada", "input": [{"role": "system", "content": "Be brief."}], "turns": turns}
+    path.write_text(json.dumps({"target": "bot", "tests": [{**test, **extra}]}))
+    return path
+
+
+def turn(text: str, kind: str, value: str) -> dict[str, Any]:
+    return {"input": text, "graders": [{"type": kind, "value": value}]}
+
+
+THREE_TURNS = [
+    turn("My name is Ada.", "icontains", "ada"),
+    turn("What is my name?", "contains", "Ada"),
+    turn("Spell it backwards.", "equals", "adA"),
+]
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_CHAT_KEY", "sk-fake")
+
+
+def run(path: Path, out: Path, **options: Any) -> tuple[evalrun.RunOutcome, dict[str, Any]]:
+    outcome = evalrun.run(path, out=str(out), quiet=True, **options)
+    rows, _ = read_bundle(out)
+    assert len(rows) == 1
+    return outcome, rows[0]
+
+
+def said(row: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    """The transcript's steps without their timings."""
+    return [(s["role"], s["text"], s["usage"]) for s in row["transcript"]["steps"]]
+
+
+def test_each_turn_is_sent_with_the_conversation_so_far(tmp_path: Path, key: None) -> None:
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, THREE_TURNS)
+        outcome, row = run(path, tmp_path / "out", no_cache=True)
+    sent = [s.json()["messages"] for s in server.seen]
+    assert sent == [
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "My name is Ada."},
+        ],
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "My name is Ada."},
+            {"role": "assistant", "content": "Nice to meet you, Ada."},
+            {"role": "user", "content": "What is my name?"},
+        ],
+        [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "My name is Ada."},
+            {"role": "assistant", "content": "Nice to meet you, Ada."},
+            {"role": "user", "content": "What is my name?"},
+            {"role": "assistant", "content": "Your name is Ada."},
+            {"role": "user", "content": "Spell it backwards."},
+        ],
+    ]
+    assert outcome.exit_code == 0 and row["status"] == "passed" and row["score"] == 1.0
+    assert [g["name"] for g in row["graders"]] == ["turn-1", "turn-2", "turn-3"]
+    assert [g["checks"][0]["text"] for g in row["graders"]] == [
+        "turn-1/icontains",
+        "turn-2/contains",
+        "turn-3/equals",
+    ]
+    transcript = row["transcript"]
+    assert transcript["format"] == "conversation"
+    assert [(s["role"], s["text"]) for s in transcript["steps"]] == [
+        ("user", "My name is Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "What is my name?"),
+        ("assistant", "Your name is Ada."),
+        ("user", "Spell it backwards."),
+        ("assistant", "adA"),
+    ]
+    assert transcript["usage"] == {"input": 21, "output": 6}
+    assert row["output"] == "adA"
+    assert row["usage"]["target"]["input"] == 21
+
+
+def test_a_failing_turn_fails_the_case_and_the_score_follows_the_aggregation(
+    tmp_path: Path, key: None
+) -> None:
+    turns = [*THREE_TURNS[:2], turn("Spell it backwards.", "equals", "Ada")]  # turn 3 fails
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, turns, aggregation="min")
+        outcome, row = run(path, tmp_path / "out", no_cache=True)
+    assert [g["status"] for g in row["graders"]] == ["passed", "passed", "failed"]
+    assert (row["status"], row["score"]) == ("failed", 0.0)
+    assert outcome.exit_code == 1
+
+
+def test_on_turn_failure_stop_skips_the_rest_and_scores_them_zero(
+    tmp_path: Path, key: None
+) -> None:
+    turns = [THREE_TURNS[0], turn("What is my name?", "contains", "Bob"), THREE_TURNS[2]]
+    with FakeServer(chat_model) as server:  # turn 2 fails
+        path = write_eval(tmp_path, server.port, turns, on_turn_failure="stop")
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert server.count == 2  # turn 3 is never sent
+    graders = row["graders"]
+    assert [(g["name"], g["status"], g["score"]) for g in graders] == [
+        ("turn-1", "passed", 1.0),
+        ("turn-2", "failed", 0.0),
+        ("turn-3", "failed", 0.0),
+    ]
+    assert graders[2]["reason"] == "skipped: turn 2 failed (on_turn_failure: stop)"
+    assert row["score"] == pytest.approx(1 / 3)
+    assert len(row["transcript"]["steps"]) == 4
+
+
+def test_a_target_error_mid_conversation_keeps_the_turns_before_it(
+    tmp_path: Path, key: None
+) -> None:
+    turns = [THREE_TURNS[0], turn("boom", "contains", "Ada"), THREE_TURNS[2]]
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, turns)
+        outcome, row = run(path, tmp_path / "out", no_cache=True)
+    assert server.count == 2
+    assert row["status"] == "error" and row["score"] is None
+    assert row["error"].startswith("target 'bot' failed on turn 2: ")
+    assert "the fake refuses this turn" in row["error"]
+    assert [g["name"] for g in row["graders"]] == ["turn-1"]  # graded before the error
+    assert row["graders"][0]["status"] == "passed"
+    steps = [(s["role"], s["text"]) for s in row["transcript"]["steps"]]
+    assert steps == [
+        ("user", "My name is Ada."),
+        ("assistant", "Nice to meet you, Ada."),
+        ("user", "boom"),
+    ]
+    assert row["output"] == "Nice to meet you, Ada."
+    assert outcome.exit_code == 3  # an error beyond --max-errors 0: never a success
+
+
+def test_the_cache_answers_each_turn_it_has_seen(tmp_path: Path, key: None) -> None:
+    cache = tmp_path / "cache"
+    two = THREE_TURNS[:2]
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, two)
+        _, first = run(path, tmp_path / "out1", cache_dir=str(cache))
+        assert server.count == 2 and first["usage"]["target"]["cached"] is False
+        _, again = run(path, tmp_path / "out2", cache_dir=str(cache))
+        assert server.count == 2  # both turns from the cache
+        assert again["usage"]["target"]["cached"] is True
+        assert said(again) == said(first)
+        write_eval(tmp_path, server.port, THREE_TURNS)
+        _, longer = run(path, tmp_path / "out3", cache_dir=str(cache))
+    assert server.count == 3  # only the new third turn was sent
+    assert longer["usage"]["target"]["cached"] is False
+    assert longer["status"] == "passed"
+
+
+def test_a_cassette_records_and_replays_every_turn(tmp_path: Path, key: None) -> None:
+    cassette = tmp_path / "chat.cassette"
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, THREE_TURNS)
+        _, recorded = run(path, tmp_path / "out1", no_cache=True, record=str(cassette))
+    assert server.count == 3
+    _, replayed = run(path, tmp_path / "out2", no_cache=True, replay=str(cassette))  # server gone
+    assert replayed["status"] == "passed"
+    assert replayed["usage"]["target"]["replayed"] is True
+    assert said(replayed) == said(recorded)
+
+
+def test_conversation_graders_grade_the_whole_conversation(tmp_path: Path, key: None) -> None:
+    whole = "user: What is my name?\n\nassistant: Your name is Ada."
+    with FakeServer(chat_model) as server:
+        graders = [{"type": "contains", "value": whole}]
+        path = write_eval(tmp_path, server.port, THREE_TURNS, graders=graders)
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert [g["name"] for g in row["graders"]][-1] == "conversation"
+    assert row["graders"][-1]["status"] == "passed", row["graders"][-1]
+    assert row["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("turns: []", "tests[0].turns: List should have at least 1 item"),
+        ("turns: [{input: '  '}]", "tests[0].turns[0].input: Value error, each turn needs a non-empty input"),
+        ("aggregation: min", "'aggregation' needs 'turns'"),
+        ("turns: [{input: hi}]\n    aggregation: median", "tests[0].aggregation: Input should be 'mean', 'min' or 'max'"),
+        ("turns: [{input: hi}]\n    expected_output: x", "a multi-turn test takes no 'expected_output'"),
+    ],
+)  # fmt: skip
+def test_bad_conversation_keys_are_errors_at_their_key(
+    tmp_path: Path, body: str, problem: str
+) -> None:
+    path = tmp_path / "bad.eval.yaml"
+    path.write_text(
+        "graders: [{type: contains, value: x}]\ntests:\n  - id: a\n    input: q\n    " + body
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert f"{path}:" in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_agentv_turns_need_mode_conversation(tmp_path: Path) -> None:
+    path = tmp_path / "suite.eval.yaml"
+    path.write_text(
+        "name: x\ntests:\n  - id: a\n    input: q\n    turns: [{input: hi, assert: [Greets]}]\n"
+    )
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert f"{path}:5: tests[0].turns: 'turns' needs mode: conversation" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"), [(None, 0.5), ("mean", 0.5), ("min", 0.0), ("max", 1.0)]
+)
+def test_aggregation_follows_agentv(how: str | None, expected: float) -> None:
+    assert aggregate([1.0, 0.0, 0.5], how) == expected
+    assert aggregate([], how) is None
+
+
+def test_conversation_text_is_role_colon_content() -> None:
+    history = [Message(role="system", content="S"), Message(role="user", content="U")]
+    assert conversation_text(history) == "system: S\n\nuser: U"
+
+
+def agentv_targets(folder: Path) -> Path:
+    """A turn-aware mock model for AgentV's multi-turn examples, and a scripted judge whose
+    verdicts depend on the rubric item (and, for one item, on seeing the earlier turns)."""
+    path = folder / "targets.yaml"
+    bot = {
+        r"What is 15% of 200\?": "15% of 200 = 0.15 x 200 = 30.",
+        r"Now double that result\.": "Double the previous answer: 30 x 2 = 60.",
+        r"What were the original numbers I asked about\?": "You asked about 15% of 200.",
+        r"What is the capital of France\?": "Paris is the capital of France.",
+        r"What country is it in\?": "Paris is in France.",
+        r"What is 2 \+ 2\?": "2 + 2 = 5.",
+        r"Multiply that by 3\.": "15.",
+        r"Write a Python function that adds two numbers\.": "def add(a, b):\n    return a + b",
+        r"Now add type hints to the function\.": "def add(a: int, b: int) -> int: ...",
+        r"somewhere warm in December\.": "Try Cancun or Bangkok.",
+        r"I prefer beaches over cities\.": "Then Cancun's beaches suit you.",
+        r"Sarah.*#98765.*can you add gift wrapping\?": "Done, Sarah: #98765 ships express.",
+        r"WAN.*What if it happens again\?": "If it drops again, we send a technician.",
+    }
+    fail = '{"pass": false, "score": 0, "reason": "no"}'
+    judge = [
+        (r"<rubric_item>\s*Answers with 4", fail),
+        (r"<rubric_item>\s*Confirms Paris is in France", '{"pass": false, "score": 0.4}'),
+        (r"<rubric_item>\s*Does not suggest purely urban", fail),
+        (r"<rubric_item>\s*References the previous answer of 30.*<earlier_turns>.*= 30\.", "{\"pass\": true, \"score\": 1}"),
+        (r"<rubric_item>\s*References the previous answer of 30", fail),
+    ]  # fmt: skip
+    targets = {
+        "targets": [
+            {
+                "name": "bot",
+                "kind": "mock",
+                "default": "I do not follow.",
+                "rules": [{"match": f"{m}\\s*\\Z", "response": r} for m, r in bot.items()],
+            },
+            {
+                "name": "judge",
+                "kind": "mock",
+                "default": '{"pass": true, "score": 1, "reason": "yes"}',
+                "rules": [{"match": m, "response": r} for m, r in judge],
+            },
+        ]
+    }
+    path.write_text(json.dumps(targets))
+    return path
+
+
+#: Each test's score by AgentV's rules on the scripted replies and verdicts above: the mean (or
+#: min) of the turns' and the conversation's scores; a turn after a failed one scores 0.
+LIVE_SCORES = {
+    "58f316ca2": {
+        "context-retention": 1.0,
+        "weakest-link-scoring": 0.7,
+        "stop-on-failure": 1 / 3,
+        "mixed-assertions": 1.0,
+        "conversation-coherence": 2.5 / 3,
+    },
+    "14bca459e": {  # criteria are not graders; test 5's assertions are the conversation's
+        "context-retention": 1.0,
+        "weakest-link-scoring": 0.7,
+        "stop-on-failure": 0.0,
+        "mixed-assertions": 1.0,
+        "conversation-coherence": 2.5 / 3,
+    },
+}
+LIVE = {
+    "58f316ca2": "58f316ca2/examples/features/multi-turn-conversation-live/evals/suite.yaml",
+    "14bca459e": "14bca459e/examples/features/multi-turn-conversation-live/evals/dataset.eval.yaml",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("commit", sorted(LIVE))
+def test_agentv_live_conversations_score_as_agentv_aggregates(tmp_path: Path, commit: str) -> None:
+    """Slow (a judged grader per turn); test_each_turn_is_sent... covers the turn loop."""
+    targets = agentv_targets(tmp_path)
+    out = tmp_path / "out"
+    evalrun.run(CORPUS / LIVE[commit], out=str(out), quiet=True, targets=str(targets),
+                target="bot", judge="judge", no_cache=True)  # fmt: skip
+    rows = {row["id"]: row for row in read_bundle(out)[0]}
+    scores = {case: rows[case]["score"] for case in LIVE_SCORES[commit]}
+    assert scores == pytest.approx(LIVE_SCORES[commit]), rows
+    stopped = rows["stop-on-failure"]
+    assert [g["name"] for g in stopped["graders"]][:2] == ["turn-1", "turn-2"]
+    assert stopped["graders"][1]["reason"].startswith("skipped: turn 1 failed")
+    assert len(stopped["transcript"]["steps"]) == 2  # turn 2 was never asked
+    assert rows["stop-on-failure"]["status"] == "failed"
+    assert rows["context-retention"]["status"] == "passed"
+    assert len(rows["context-retention"]["transcript"]["steps"]) == 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "path",
+    [
+        "58f316ca2/examples/features/multi-turn-conversation/evals/suite.yaml",
+        "14bca459e/examples/features/multi-turn-conversation/evals/dataset.eval.yaml",
+    ],
+)
+def test_agentv_scripted_conversations_run_as_one_request(tmp_path: Path, path: str) -> None:
+    """AgentV's scripted multi-turn example: the earlier turns are the input, so the target
+    answers once, seeing all of them (the bot's rule needs the whole history to match)."""
+    targets = agentv_targets(tmp_path)
+    out = tmp_path / "out"
+    evalrun.run(CORPUS / path, out=str(out), quiet=True, targets=str(targets), target="bot",
+                judge="judge", no_cache=True)  # fmt: skip
+    rows = {row["id"]: row for row in read_bundle(out)[0]}
+    assert rows["support-context-retention"]["output"] == "Done, Sarah: #98765 ships express."
+    assert rows["support-context-retention"]["status"] == "passed"
+    assert rows["support-troubleshooting-flow"]["output"].startswith("If it drops again")
+    assert all(row["score"] == 1.0 for row in rows.values()), rows

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import evalrun
+from evalrun.reporters import write_reports
 from evalrun.runner.conversation import aggregate, conversation_text
 from evalrun.spec.loader import EvalFileError, load_eval
 from evalrun.spec.models import Message
@@ -384,3 +385,22 @@ def test_agentv_scripted_conversations_run_as_one_request(tmp_path: Path, path: 
     assert rows["support-context-retention"]["status"] == "passed"
     assert rows["support-troubleshooting-flow"]["output"].startswith("If it drops again")
     assert all(row["score"] == 1.0 for row in rows.values()), rows
+
+
+def test_conversation_id_labels_the_result_and_agentvs_layout(tmp_path: Path, key: None) -> None:
+    """AgentV's ``conversation_id`` groups results: the line carries it, and AgentV's layout
+    puts it on the index row and in grading.json with the turns counted."""
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, THREE_TURNS, conversation_id="onboarding")
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert row["conversation_id"] == "onboarding"
+    write_reports(tmp_path / "out", ("agentv",))
+    index = json.loads((tmp_path / "out" / "index.jsonl").read_text())
+    assert index["conversation_id"] == "onboarding"
+    grading = json.loads((tmp_path / "out" / index["grading_path"]).read_text())
+    assert grading["metadata"]["conversation"] == {"turns": 3, "conversation_id": "onboarding"}
+    assert [c["assertion"]["name"] for c in grading["component_results"]] == [
+        "turn-1",
+        "turn-2",
+        "turn-3",
+    ]

@@ -21,7 +21,7 @@ from evalrun.launcher.launch import GraderRun, LaunchContext, launch_grader
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
-from evalrun.runner.conversation import converse
+from evalrun.runner.conversation import conversation_id, converse
 from evalrun.runner.plan import RunPlan
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import GraderSpec, TestCase, as_messages
@@ -72,6 +72,7 @@ class CaseGrader:
         result = CaseResult(
             id=case.id, status="error", repeat=repeat, target=target_name, line=case.line
         )
+        result.conversation_id = conversation_id(case)
         calls: list[JudgeCall] = []
         if case.turns is not None:
             return await self._converse(case, repeat, result, started)

@@ -126,6 +126,13 @@ async def converse(
     return done.calls
 
 
+def conversation_id(case: TestCase) -> str | None:
+    """AgentV's ``conversation_id`` (kept in the test's metadata by the loader): a label that
+    groups the cases of one conversation in the results; it changes nothing a run does."""
+    value = case.metadata.get("conversation_id")
+    return None if value is None else str(value)
+
+
 def aggregate(scores: Sequence[float], how: str | None) -> float | None:
     """The case's score from its turns' and the conversation's scores: ``mean`` (the default),
     ``min`` (the weakest turn) or ``max`` (AgentV's turn aggregation, docs/agents.md)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,23 +39,26 @@ def chat_model(seen: Seen) -> Reply:
     return openai_reply(REPLIES.get(last, "I do not follow."), prompt_tokens=7, completion_tokens=2)
 
 
-def write_eval(folder: Path, port: int, turns: list[dict[str, Any]], **extra: Any) -> Path:
+def write_eval(
+    folder: Path, port: int, turns: list[dict[str, Any]] | None, judge_port: int = 0, **extra: Any
+) -> Path:
+    """``chat.eval.yaml``: one test, asking the fake chat model on ``port``; with
+    ``judge_port``, the judge is another fake."""
     (folder / "targets.yaml").write_text(
         textwrap.dedent(
             f"""\
             targets:
-              - name: bot
-                kind: openai
-                model: fake-chat
-                base_url: http://127.0.0.1:{port}/v1
-                api_key_env: FAKE_CHAT_KEY
-                max_retries: 0
+              - {{name: bot, kind: openai, model: fake-chat, base_url: "http://127.0.0.1:{port}/v1",
+                  api_key_env: FAKE_CHAT_KEY, max_retries: 0}}
+              - {{name: sim, kind: openai, model: fake-judge, base_url: "http://127.0.0.1:{judge_port}/v1",
+                  api_key_env: FAKE_CHAT_KEY, max_retries: 0}}
             """
         )
     )
     path = folder / "chat.eval.yaml"
     test = {"id": "ada", "input": [{"role": "system", "content": "Be brief."}], "turns": turns}
-    path.write_text(json.dumps({"target": "bot", "tests": [{**test, **extra}]}))
+    test = {k: v for k, v in {**test, **extra}.items() if v is not None}
+    path.write_text(json.dumps({"target": "bot", "judge": "sim", "tests": [test]}))
     return path
 
 
@@ -404,3 +408,80 @@ def test_conversation_id_labels_the_result_and_agentvs_layout(tmp_path: Path, ke
         "turn-2",
         "turn-3",
     ]
+
+
+def scripted_user(*lines: str) -> Callable[[Seen], Reply]:
+    """A fake judge playing the user: its replies in order (a 500 once they run out)."""
+    said = list(lines)
+
+    def reply(seen: Seen) -> Reply:
+        if not said:
+            return openai_error(500, "the script ran out", "server_error")
+        return openai_reply(said.pop(0), prompt_tokens=5, completion_tokens=4)
+
+    return reply
+
+
+PERSONA = {"instructions": "You are Ada. Find out whether the assistant remembers your name."}
+
+
+def test_a_simulated_user_talks_until_its_turn_cap(tmp_path: Path, key: None) -> None:
+    user = scripted_user("What is my name?", "Spell it backwards.", "Never sent.")
+    with FakeServer(chat_model) as server, FakeServer(user) as judge:
+        graders = [{"type": "contains", "value": "assistant: adA"}]
+        path = write_eval(
+            tmp_path, server.port, [THREE_TURNS[0]], judge.port, graders=graders,
+            simulated_user={**PERSONA, "max_turns": 2},
+        )  # fmt: skip
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert judge.count == 2 and server.count == 3  # the cap: no third judge call
+    assert said(row)[::2] == [
+        ("user", "My name is Ada.", None),
+        ("user", "What is my name?", None),
+        ("user", "Spell it backwards.", None),
+    ]
+    assert row["output"] == "adA"
+    assert [g["name"] for g in row["graders"]] == ["turn-1", "conversation"]
+    assert row["status"] == "passed"
+    assert row["usage"]["judge"]["calls"] == 2
+    first, second = (s.json() for s in judge.seen)
+    assert first["messages"][0]["role"] == "system"
+    assert "Find out whether the assistant remembers your name." in first["messages"][0]["content"]
+    assert "Be brief." not in json.dumps(first)  # the target's system prompt is not the user's
+    assert first["messages"][1:] == [
+        {"role": "assistant", "content": "My name is Ada."},
+        {"role": "user", "content": "Nice to meet you, Ada."},
+    ]
+    assert second["messages"][-2:] == [
+        {"role": "assistant", "content": "What is my name?"},
+        {"role": "user", "content": "Your name is Ada."},
+    ]
+
+
+def test_a_simulated_user_stops_at_its_stop_phrase(tmp_path: Path, key: None) -> None:
+    user = scripted_user("My name is Ada.", "Thanks, that is all. DONE")
+    with FakeServer(chat_model) as server, FakeServer(user) as judge:
+        graders = [{"type": "contains", "value": "Ada"}]
+        path = write_eval(tmp_path, server.port, None, judge.port, graders=graders,
+                          simulated_user=PERSONA)  # fmt: skip
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert judge.count == 2 and server.count == 1
+    assert judge.seen[0].json()["messages"][-1]["content"].startswith("(The assistant is waiting")
+    assert said(row) == [
+        ("user", "My name is Ada.", None),
+        ("assistant", "Nice to meet you, Ada.", {"input": 7, "output": 2}),
+    ]
+    assert row["status"] == "passed"
+
+
+def test_a_failing_simulated_user_ends_the_case_as_an_error(tmp_path: Path, key: None) -> None:
+    user = scripted_user("What is my name?")  # its second call is a 500
+    with FakeServer(chat_model) as server, FakeServer(user) as judge:
+        graders = [{"type": "contains", "value": "Ada"}]
+        path = write_eval(tmp_path, server.port, [THREE_TURNS[0]], judge.port, graders=graders,
+                          simulated_user=PERSONA)  # fmt: skip
+        outcome, row = run(path, tmp_path / "out", no_cache=True)
+    assert row["status"] == "error" and outcome.exit_code == 3
+    assert row["error"].startswith("the simulated user could not write turn 3: ")
+    assert [g["name"] for g in row["graders"]] == ["turn-1"]
+    assert len(row["transcript"]["steps"]) == 4

@@ -23,6 +23,7 @@ from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetU
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.conversation import conversation_id, converse
 from evalrun.runner.plan import RunPlan
+from evalrun.runner.simulated_user import SimulatedUser
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import CompletionRequest, TargetError
@@ -74,7 +75,7 @@ class CaseGrader:
         )
         result.conversation_id = conversation_id(case)
         calls: list[JudgeCall] = []
-        if case.turns is not None:
+        if case.multi_turn:
             return await self._converse(case, repeat, result, started)
         try:
             output, target_ms, usage, repaired, transcript = await self._answer(case)
@@ -136,7 +137,11 @@ class CaseGrader:
         ) -> list[GraderRun]:
             return await self._run_graders(graders, seen, output, t, repeat)
 
+        user = None
         try:
+            if case.simulated_user is not None and self.plan.judge_name is not None:
+                judge = self.plan.pool.get(self.plan.judge_name)
+                user = SimulatedUser(case.simulated_user, judge, self.plan.judge_name)
             calls = await converse(
                 case,
                 result,
@@ -144,12 +149,16 @@ class CaseGrader:
                 grade=grade,
                 score=self._score,
                 conversation_graders=self.plan.graders_for(case),
+                next_user=user,
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.status, result.score = "error", None
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
             calls = []
-        result.usage.judge = CaseUsage.judge_of(result.graders) if result.graders else None
+        if result.graders or user is not None:
+            result.usage.judge = CaseUsage.judge_of(result.graders)
+            if user is not None:
+                user.count_in(result.usage.judge)
         result.timings.total_ms = _since(started)
         return result, calls
 

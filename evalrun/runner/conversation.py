@@ -61,21 +61,27 @@ async def converse(
     conversation_graders: list[GraderSpec],
     next_user: NextUser | None = None,
 ) -> list[JudgeCall]:
-    """Play ``case.turns`` against the target, filling ``result`` (always one result: a target
-    error on turn k keeps turns 1..k-1 and their grades, and the case is an error)."""
-    assert case.turns is not None
+    """Play ``case.turns``, then ``next_user``'s turns, against the target, filling ``result``
+    (always one result: a target error on turn k keeps turns 1..k-1 and their grades, and the
+    case is an error)."""
     done = _Turns(history=list(case.input_messages))
     pending: dict[int, asyncio.Task[list[GraderRun]]] = {}
     stop_on_failure = case.on_turn_failure == "stop"
     failed_at: int | None = None
-    turns: list[Turn] = list(case.turns)
+    turns: list[Turn] = list(case.turns or ())
     number = 0
     while True:
         number += 1
         if number <= len(turns):
             turn = turns[number - 1]
         else:
-            said = await next_user(done.history) if next_user and failed_at is None else None
+            if next_user is None or failed_at is not None:
+                break
+            try:
+                said = await next_user(done.history)
+            except TargetError as exc:
+                result.error = f"the simulated user could not write turn {number}: {exc.message}"
+                break
             if said is None:
                 break
             turn = Turn(input=said)

@@ -66,7 +66,8 @@ class RunPlan:
             names.append(self.target_name)
         graders = [g for case in self.cases for g in self.graders_for(case)]
         graders += [g for case in self.cases for _, _, g in case.turn_graders]
-        if self.judge_name and any(g.needs_judge for g in graders):
+        simulated = any(case.simulated_user is not None for case in self.cases)
+        if self.judge_name and (simulated or any(g.needs_judge for g in graders)):
             names.append(self.judge_name)
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]
         return list(dict.fromkeys(names))

@@ -58,12 +58,15 @@ class CaseSurvey:
     graders: list[tuple[tuple[Any, ...], GraderSpec]] = field(default_factory=list)
     #: Some case has no recorded output, so the target must answer it.
     needs_target: bool = False
+    #: Some case has a simulated user, who speaks through the judge (docs/agents.md).
+    needs_judge: bool = False
 
 
 def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
     survey = CaseSurvey([(("graders", i), g) for i, g in enumerate(loaded.spec.graders)])
     for case in cases:
         survey.needs_target = survey.needs_target or case.output is None
+        survey.needs_judge = survey.needs_judge or case.simulated_user is not None
         survey.graders += [
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
@@ -130,7 +133,7 @@ def _check_targets(
         elif answerer is not None:
             uses.append(answerer)
     graders = survey.graders
-    if any(g.needs_judge for _, g in graders):
+    if survey.needs_judge or any(g.needs_judge for _, g in graders):
         if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
             uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
         else:

@@ -238,6 +238,17 @@ class Turn(BaseModel):
         return as_messages(self.expected_output, "assistant")
 
 
+class SimulatedUser(BaseModel):
+    """A judge-driven user who writes the next user turns after the scripted ones, in character,
+    until it says ``stop`` or has written ``max_turns`` (docs/agents.md, "A simulated user")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: str = Field(min_length=1)
+    max_turns: int = Field(5, ge=1, le=50)
+    stop: str = Field("DONE", min_length=1)
+
+
 class TestCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     __test__ = False  # not a pytest class
@@ -258,6 +269,7 @@ class TestCase(BaseModel):
     aggregation: Literal["mean", "min", "max"] | None = None
     on_turn_failure: Literal["continue", "stop"] | None = None
     window_size: int | None = Field(None, ge=1)
+    simulated_user: SimulatedUser | None = None
     #: Where the case is in its file: the line it starts on and its index among the tests
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
@@ -265,7 +277,7 @@ class TestCase(BaseModel):
 
     @model_validator(mode="after")
     def _conversation_keys_need_turns(self) -> TestCase:
-        if self.turns is None:
+        if not self.multi_turn:
             for key in ("aggregation", "on_turn_failure", "window_size"):
                 if getattr(self, key) is not None:
                     raise ValueError(f"'{key}' needs 'turns' (a multi-turn test)")
@@ -273,6 +285,11 @@ class TestCase(BaseModel):
             key = "expected_output" if self.expected_output is not None else "output"
             raise ValueError(f"a multi-turn test takes no '{key}': give each turn its own")
         return self
+
+    @property
+    def multi_turn(self) -> bool:
+        """Scripted turns, a simulated user, or both: the target answers turn by turn."""
+        return self.turns is not None or self.simulated_user is not None
 
     @property
     def line(self) -> int | None:

@@ -18,7 +18,7 @@ from evalrun.reporters import write_reports
 from evalrun.runner.conversation import aggregate, conversation_text
 from evalrun.spec.loader import EvalFileError, load_eval
 from evalrun.spec.models import Message
-from tests.conftest import read_bundle
+from tests.conftest import ROOT, read_bundle
 from tests.targets_helpers import FakeServer, Reply, Seen, openai_error, openai_reply
 
 CORPUS = Path(__file__).parent / "data" / "agentv_corpus"
@@ -485,3 +485,30 @@ def test_a_failing_simulated_user_ends_the_case_as_an_error(tmp_path: Path, key:
     assert row["error"].startswith("the simulated user could not write turn 3: ")
     assert [g["name"] for g in row["graders"]] == ["turn-1"]
     assert len(row["transcript"]["steps"]) == 4
+
+
+@pytest.mark.slow
+def test_the_multi_turn_example_in_the_docs_runs_as_shown(tmp_path: Path) -> None:
+    """docs/agents.md's example is evals/multi-turn/support.eval.yaml, and runs offline:
+    two scripted turns, then the simulated customer's one message and its stop phrase. Slow (a
+    judged grader's process); the simulated user's default tests use loopback fakes."""
+    page = (ROOT / "docs" / "agents.md").read_text()
+    section = page.split("### An example", 1)[1]
+    shown = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    example = ROOT / "evals" / "multi-turn" / "support.eval.yaml"
+    assert example.read_text().split("\n", 1)[1] == shown  # after the schema line
+    outcome, row = run(example, tmp_path / "out", no_cache=True)
+    assert outcome.exit_code == 0
+    assert [(g["name"], g["score"]) for g in row["graders"]] == [
+        ("turn-1", 1.0),
+        ("turn-2", 1.0),
+        ("conversation", 1.0),
+    ]
+    users = [text for role, text, _ in said(row) if role == "user"]
+    assert users == [
+        "My order #4417 has not arrived.",
+        "Can you send it express instead?",
+        "Will that cost me anything?",
+    ]
+    assert row["output"] == "No, the express upgrade for order #4417 is free."
+    assert row["usage"]["judge"]["calls"] == 4  # 2 rubric items, 2 simulated-user messages

@@ -6,6 +6,7 @@ hold per turn; AgentV's multi-turn examples run and score by AgentV's turn aggre
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -512,3 +513,57 @@ def test_the_multi_turn_example_in_the_docs_runs_as_shown(tmp_path: Path) -> Non
     ]
     assert row["output"] == "No, the express upgrade for order #4417 is free."
     assert row["usage"]["judge"]["calls"] == 4  # 2 rubric items, 2 simulated-user messages
+
+
+#: A scripted agent: it reads the conversation on stdin and, on the last message, looks the
+#: name up with a tool before it answers (evalrun's JSONL transcript, docs/agents.md).
+AGENT = """\
+import json, sys
+last = sys.stdin.read().rsplit("\\n\\n", 1)[-1]
+events = []
+if last == "What is my name?":
+    events.append({"type": "tool_call", "id": "c1", "name": "recall", "arguments": {"key": "name"}})
+    events.append({"type": "tool_result", "id": "c1", "result": "Ada"})
+events.append({"type": "final", "text": "Ada" if events else "Noted.", "usage": {"input": 9, "output": 1}})
+print("\\n".join(json.dumps(e) for e in events))
+"""
+
+
+def test_an_agents_turns_keep_their_tool_calls(tmp_path: Path) -> None:
+    """A ``cli`` agent answers each turn with a transcript: the conversation's transcript holds
+    every turn's steps, and a turn's graders read that turn's calls."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    (tmp_path / "targets.yaml").write_text(
+        json.dumps(
+            {"targets": [{"name": "agent", "kind": "cli", "transcript": "jsonl",
+                          "command": [sys.executable, "-I", "-S", str(tmp_path / "agent.py")]}]}
+        )
+    )  # fmt: skip
+    used = {"type": "trajectory:tool-used", "value": "recall"}
+    path = tmp_path / "agent.eval.yaml"
+    test = {
+        "id": "recall",
+        "turns": [
+            {"input": "My name is Ada.", "graders": [{**used, "negate": True}]},
+            {"input": "What is my name?", "graders": [used, {"type": "equals", "value": "Ada"}]},
+        ],
+    }
+    path.write_text(json.dumps({"target": "agent", "tests": [test]}))
+    _, row = run(path, tmp_path / "out", no_cache=True)
+    assert [(g["name"], g["status"]) for g in row["graders"]] == [
+        ("turn-1", "passed"),
+        ("turn-2", "passed"),
+    ]
+    transcript = row["transcript"]
+    assert transcript["format"] == "jsonl"
+    steps = [
+        (s["role"], s["text"], [c["name"] for c in s["tool_calls"]]) for s in transcript["steps"]
+    ]
+    assert steps == [
+        ("user", "My name is Ada.", []),
+        ("assistant", "Noted.", []),
+        ("user", "What is my name?", []),
+        ("assistant", None, ["recall"]),
+        ("assistant", "Ada", []),
+    ]
+    assert transcript["usage"] == {"input": 18, "output": 2}

@@ -275,6 +275,19 @@ class TestCase(BaseModel):
     _line: int | None = PrivateAttr(default=None)
     _index: int = PrivateAttr(default=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_input(cls, data: Any) -> Any:
+        """A multi-turn test's turns carry what the user says: its ``input`` (a system prompt,
+        context) may be left out."""
+        if (
+            isinstance(data, dict)
+            and "input" not in data
+            and (data.get("turns") is not None or data.get("simulated_user") is not None)
+        ):
+            data = {**data, "input": []}
+        return data
+
     @model_validator(mode="after")
     def _conversation_keys_need_turns(self) -> TestCase:
         if not self.multi_turn:

@@ -445,6 +445,11 @@ def test_a_simulated_user_talks_until_its_turn_cap(tmp_path: Path, key: None) ->
     assert [g["name"] for g in row["graders"]] == ["turn-1", "conversation"]
     assert row["status"] == "passed"
     assert row["usage"]["judge"]["calls"] == 2
+    logged = [json.loads(line) for line in (tmp_path / "out" / "judge-calls.jsonl").open()]
+    assert [(c["grader"], c["target"], c["status"], c["response"]) for c in logged] == [
+        ("simulated-user", "sim", "ok", "What is my name?"),
+        ("simulated-user", "sim", "ok", "Spell it backwards."),
+    ]
     first, second = (s.json() for s in judge.seen)
     assert first["messages"][0]["role"] == "system"
     assert "Find out whether the assistant remembers your name." in first["messages"][0]["content"]

@@ -141,7 +141,9 @@ class CaseGrader:
         try:
             if case.simulated_user is not None and self.plan.judge_name is not None:
                 judge = self.plan.pool.get(self.plan.judge_name)
-                user = SimulatedUser(case.simulated_user, judge, self.plan.judge_name)
+                user = SimulatedUser(
+                    case.simulated_user, judge, self.plan.judge_name, case.id, repeat
+                )
             calls = await converse(
                 case,
                 result,
@@ -159,6 +161,7 @@ class CaseGrader:
             result.usage.judge = CaseUsage.judge_of(result.graders)
             if user is not None:
                 user.count_in(result.usage.judge)
+                calls = [*user.calls, *calls]
         result.timings.total_ms = _since(started)
         return result, calls
 

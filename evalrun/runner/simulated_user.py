@@ -4,11 +4,15 @@ phrase or reaches its turn cap (docs/agents.md, "A simulated user").
 
 It asks the judge in the runner's process, through the pool's managed target (its concurrency
 limit, retries, cache and cassette, as a grader's judge calls get behind the proxy); its budget
-is ``max_turns``, one judge call a turn, and its calls count in the case's judge usage.
+is ``max_turns``, one judge call a turn. Each call is recorded as a grader's are (grader
+``simulated-user`` in ``judge-calls.jsonl``) and counts in the case's judge usage.
 """
 
 from __future__ import annotations
 
+import time
+
+from evalrun.judgecall import JudgeCall
 from evalrun.results.models import JudgeUsage
 from evalrun.spec.models import Message
 from evalrun.spec.models import SimulatedUser as Persona
@@ -22,6 +26,8 @@ ROLE = (
     "conversation cannot go anywhere useful, reply with only this: {stop}\n\n"
     "Your character and your goal:\n{instructions}"
 )
+#: Its name in ``judge-calls.jsonl``.
+NAME = "simulated-user"
 #: The judge's cue when the assistant has not spoken yet.
 OPENING = "(The assistant is waiting for your first message.)"
 
@@ -30,12 +36,16 @@ class SimulatedUser:
     """Called with the conversation so far; returns the user's next message, or None when the
     user is done (the stop phrase, or the cap reached)."""
 
-    def __init__(self, persona: Persona, judge: Target, judge_name: str) -> None:
+    def __init__(
+        self, persona: Persona, judge: Target, judge_name: str, case_id: str, repeat: int
+    ) -> None:
         self.persona = persona
         self.judge = judge
         self.judge_name = judge_name
+        self.case_id, self.repeat = case_id, repeat
         self.written = 0
-        self._usage = JudgeUsage()
+        #: each judge call it made, for ``judge-calls.jsonl``
+        self.calls: list[JudgeCall] = []
 
     async def __call__(self, history: list[Message]) -> str | None:
         if self.written >= self.persona.max_turns:
@@ -46,11 +56,32 @@ class SimulatedUser:
                 stop=self.persona.stop, instructions=self.persona.instructions
             ),
         )
-        response = await self.judge.complete(request)
-        self._usage.calls += 1
-        self._usage.input_tokens += response.usage.input_tokens
-        self._usage.output_tokens += response.usage.output_tokens
-        self._usage.cost_usd += response.cost_usd or 0.0
+        record = JudgeCall(
+            case_id=self.case_id,
+            grader=NAME,
+            target=self.judge_name,
+            status="error",
+            latency_ms=None,
+            system_prompt=request.system_prompt,
+            question=request.messages[-1]["content"],
+            repeat=self.repeat,
+        )
+        self.calls.append(record)
+        started = time.monotonic()
+        try:
+            response = await self.judge.complete(request)
+        except TargetError as exc:
+            record.response = exc.message
+            raise
+        finally:
+            record.latency_ms = round((time.monotonic() - started) * 1000, 3)
+        record.status, record.response = "ok", response.text
+        record.input_tokens, record.output_tokens = (
+            response.usage.input_tokens,
+            response.usage.output_tokens,
+        )
+        record.cached, record.replayed = response.cached, response.replayed
+        record.cost_usd = response.cost_usd
         text = response.text.strip()
         if self.persona.stop.casefold() in text.casefold():
             return None
@@ -61,10 +92,11 @@ class SimulatedUser:
 
     def count_in(self, usage: JudgeUsage) -> None:
         """Add the judge calls it made to a case's ``usage.judge``."""
-        usage.calls += self._usage.calls
-        usage.input_tokens += self._usage.input_tokens
-        usage.output_tokens += self._usage.output_tokens
-        usage.cost_usd += self._usage.cost_usd
+        for call in self.calls:
+            usage.calls += 1
+            usage.input_tokens += call.input_tokens
+            usage.output_tokens += call.output_tokens
+            usage.cost_usd += call.cost_usd or 0.0
 
 
 def seen_by_user(history: list[Message]) -> list[dict[str, str]]:

@@ -572,3 +572,34 @@ def test_an_agents_turns_keep_their_tool_calls(tmp_path: Path) -> None:
         ("assistant", "Ada", []),
     ]
     assert transcript["usage"] == {"input": 18, "output": 2}
+
+
+def test_agentv_turns_load_with_their_graders_and_expected_output(tmp_path: Path) -> None:
+    path = tmp_path / "suite.eval.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            name: turns
+            tests:
+              - id: a
+                mode: conversation
+                aggregation: min
+                turns:
+                  - input: hi
+                    expected_output: {content: hello}
+                    assert: [Greets back, Is brief, {type: contains, value: hello}]
+                  - input: bye
+                    expected_output: goodbye
+            """
+        )
+    )
+    case = next(iter(load_eval(path).tests))
+    assert case.aggregation == "min" and case.input == []
+    first, second = case.turns or []
+    assert [m.text() for m in first.expected_messages] == ["hello"]
+    assert first.expected_messages[0].role == "assistant"
+    assert [(g.type, g.weight, g.config.get("rubric")) for g in first.graders] == [
+        ("llm-rubric", 1.0, ["Greets back", "Is brief"]),
+        ("contains", 1.0, None),
+    ]
+    assert [m.text() for m in second.expected_messages] == ["goodbye"] and not second.graders

@@ -215,8 +215,10 @@ def _normalize_turns(
         for key in ("assert", "assertions"):
             if rename_key(turn, key, "graders", where, lines):
                 break
-        if isinstance(turn.get("expected_output"), dict):
-            turn["expected_output"] = json.dumps(turn["expected_output"], ensure_ascii=False)
+        expected = turn.get("expected_output")
+        if isinstance(expected, dict):  # a message, as AgentV reads a turn's; else its JSON
+            message = "content" in expected and {"role": "assistant", **expected}
+            turn["expected_output"] = [message] if message else json.dumps(expected)
         graders = turn.get("graders")
         if isinstance(graders, list):
             grouped = any(isinstance(g, str) for g in graders)

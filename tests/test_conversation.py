@@ -588,7 +588,7 @@ def test_agentv_turns_load_with_their_graders_and_expected_output(tmp_path: Path
                   - input: hi
                     expected_output: {content: hello}
                     assert: [Greets back, Is brief, {type: contains, value: hello}]
-                  - input: bye
+                  - input: [{type: text, value: bye}]
                     expected_output: goodbye
             """
         )
@@ -603,3 +603,4 @@ def test_agentv_turns_load_with_their_graders_and_expected_output(tmp_path: Path
         ("contains", 1.0, None),
     ]
     assert [m.text() for m in second.expected_messages] == ["goodbye"] and not second.graders
+    assert [(m.role, m.text()) for m in second.input_messages] == [("user", "bye")]  # parts

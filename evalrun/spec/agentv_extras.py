@@ -212,6 +212,8 @@ def _normalize_turns(
         if not isinstance(turn, dict):
             continue
         where = (*path, "turns", i)
+        if agentv and isinstance(turn.get("input"), (list, dict)):  # one user message's content
+            turn["input"] = [{"role": "user", "content": turn["input"]}]
         for key in ("assert", "assertions"):
             if rename_key(turn, key, "graders", where, lines):
                 break

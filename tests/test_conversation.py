@@ -169,6 +169,24 @@ def test_on_turn_failure_stop_skips_the_rest_and_scores_them_zero(
     assert len(row["transcript"]["steps"]) == 4
 
 
+def test_the_evals_rubric_weights_each_turns_graders_by_their_names(
+    tmp_path: Path, key: None
+) -> None:
+    """``rubric:`` names graders as the file does, whichever turn they grade."""
+    (tmp_path / "weights.yaml").write_text(
+        "criteria:\n  - {name: contains, weight: 3}\n  - {name: equals, weight: 1}\n"
+    )
+    both = {"input": "What is my name?", "graders": [
+        {"type": "contains", "value": "Ada"}, {"type": "equals", "value": "Bob"}]}  # fmt: skip
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, [both])
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "rubric": str(tmp_path / "weights.yaml")}))
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert row["graders"][0]["score"] == 0.75  # 3 of 4 by weight, not the plain mean 0.5
+    assert row["score"] == 0.75
+
+
 def test_a_target_error_mid_conversation_keeps_the_turns_before_it(
     tmp_path: Path, key: None
 ) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.launch import GraderRun
@@ -206,11 +206,13 @@ def _group(
     for run in runs:
         done.calls += run.judge_calls
     status = case_status(outcomes)
+    # scored under the names the file gives them, so an eval's rubric: names a turn's graders
+    own_names = [replace(g, name=g.name.removeprefix(f"{name}/")) for g in outcomes]
     reasons = [f"{g.name}: {g.reason}" for g in outcomes if g.reason]
     return GraderOutcome(
         name=name,
         status=status,
-        score=score(outcomes),
+        score=score(own_names),
         passed=status == "passed",
         reason="; ".join(reasons) or f"{what}: {status}",
         checks=[

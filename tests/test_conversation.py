@@ -138,6 +138,18 @@ def test_each_turn_is_sent_with_the_conversation_so_far(tmp_path: Path, key: Non
     assert row["usage"]["target"]["input"] == 21
 
 
+def test_window_size_sends_the_system_prompt_and_the_last_turns(tmp_path: Path, key: None) -> None:
+    with FakeServer(chat_model) as server:
+        path = write_eval(tmp_path, server.port, THREE_TURNS, window_size=1)
+        _, row = run(path, tmp_path / "out", no_cache=True)
+    assert server.seen[2].json()["messages"] == [  # the last 2 messages, as AgentV cuts them
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": "Your name is Ada."},
+        {"role": "user", "content": "Spell it backwards."},
+    ]
+    assert len(row["transcript"]["steps"]) == 6  # the transcript keeps every turn
+
+
 def test_a_failing_turn_fails_the_case_and_the_score_follows_the_aggregation(
     tmp_path: Path, key: None
 ) -> None:

@@ -165,8 +165,8 @@ def _turn_case(case: TestCase, turn: Turn, sent: list[Message]) -> TestCase:
 
 
 def _window(history: list[Message], case: TestCase) -> list[Message]:
-    """``window_size: N``: the system messages and the last N turns (2N messages), as AgentV
-    sends them; unset, the whole conversation."""
+    """``window_size: N``: the system messages and the last 2N others, the turn's own message
+    among them, as AgentV cuts them (docs/agents.md); unset, the whole conversation."""
     if case.window_size is None:
         return list(history)
     system = [m for m in history if m.role == "system"]

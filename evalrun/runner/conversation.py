@@ -111,8 +111,11 @@ async def converse(
         done.outcomes[number] = _turn_outcome(number, runs, done, score)
         if done.outcomes[number].status in ("failed", "error"):
             failed_at = number
-    for number, task in pending.items():
-        done.outcomes[number] = _turn_outcome(number, await task, done, score)
+    graded = await asyncio.gather(*pending.values(), return_exceptions=True)
+    for number, turn_runs in zip(pending, graded, strict=True):
+        if isinstance(turn_runs, BaseException):
+            raise turn_runs  # a bug of ours: the case grader makes it the case's error
+        done.outcomes[number] = _turn_outcome(number, turn_runs, done, score)
     _finish(result, done)
     if result.error is None and conversation_graders:
         whole = case.model_copy(update={"turns": None, "expected_output": None, "output": None})

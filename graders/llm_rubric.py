@@ -33,8 +33,30 @@ def rubric_items(inp: GraderInput) -> list[str]:
     return items
 
 
+def earlier_turns(inp: GraderInput) -> str:
+    """The conversation before the question, ``role: text`` a message, so an item about
+    earlier turns ("remembers the order number") can be judged; "" for a one-message input."""
+    last_user = max((i for i, m in enumerate(inp.input) if m.get("role") == "user"), default=-1)
+    earlier = inp.input[:last_user]
+    if not any(m.get("role") != "system" for m in earlier):
+        return ""
+    return "\n\n".join(f"{m.get('role', 'user')}: {_text(m.get('content'))}" for m in earlier)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        parts = [p.get("text", p.get("value")) if isinstance(p, dict) else p for p in content]
+        return "\n".join(str(p) for p in parts if isinstance(p, str))
+    return content if isinstance(content, str) else ""
+
+
 def build_request(inp: GraderInput, item: str, answer: str) -> dict[str, Any]:
     parts = [f"<rubric_item>\n{item}\n</rubric_item>"]
+    earlier = earlier_turns(inp)
+    if earlier:
+        parts.append(
+            f"<earlier_turns>\n{truncate_middle(earlier, 8_000, 2_000, 6_000)}\n</earlier_turns>"
+        )
     if inp.question:
         parts.append(f"<question>\n{truncate_middle(inp.question, 4_000, 3_500, 400)}\n</question>")
     if inp.reference_answer:

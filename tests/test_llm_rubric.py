@@ -97,3 +97,25 @@ def test_the_judge_call_takes_the_graders_temperature(
     judge = ScriptedJudge('{"pass": true, "score": 1, "reason": "ok"}')
     evaluate(payload(config={"rubric": ["Gives a number"], **config}), judge)
     assert [r["temperature"] for r in judge.requests] == [temperature]
+
+
+def test_the_judge_sees_the_turns_before_the_question() -> None:
+    """In a conversation the item may be about earlier turns, so the judge is shown them
+    (docs/agents.md, "Multi-turn conversations"); a one-message input shows none."""
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 15% of 200?"},
+        {"role": "assistant", "content": "30."},
+        {"role": "user", "content": "Now double that."},
+    ]
+    judge = ScriptedJudge('{"pass": true, "score": 1}')
+    rubric = {"rubric": ["Uses the earlier 30"]}
+    inp = payload(input=history, question="Now double that.", output="60.", config=rubric)
+    evaluate(inp, judge)
+    question = judge.requests[0]["question"]
+    earlier = "system: Be brief.\n\nuser: What is 15% of 200?\n\nassistant: 30."
+    assert f"<earlier_turns>\n{earlier}\n</earlier_turns>" in question
+    assert "<question>\nNow double that.\n</question>" in question
+    alone = ScriptedJudge('{"pass": true, "score": 1}')
+    evaluate(payload(input=history[:2], config={"rubric": ["x"]}), alone)
+    assert "<earlier_turns>" not in alone.requests[0]["question"]

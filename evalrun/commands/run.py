@@ -574,7 +574,9 @@ def _validate_one(
     )
     if problems:
         return problems
-    graders = len(loaded.spec.graders) + sum(len(t.graders) for t in loaded.tests)
+    graders = len(loaded.spec.graders) + sum(
+        len(t.graders) + len(t.turn_graders) for t in loaded.tests
+    )
     line = f"{file}: ok ({plural(len(loaded.tests), 'test')}, {plural(graders, 'grader')})"
     if not (target or judge or loaded.spec.target or loaded.spec.targets or loaded.spec.judge):
         line += "; it names no target: pass --target when you run it"

@@ -66,19 +66,30 @@ def draft(view: CaseView, case: CaseResult) -> tuple[str, str, str, str]:
     }
     if case.repeat:
         row["sample_index"] = case.repeat
+    if case.conversation_id is not None:
+        row["conversation_id"] = case.conversation_id
     if error:
         row["error"] = error
     if duration is not None:
         row["duration_ms"] = duration
     row.update(agentv_run.usage_fields(case.usage))
     passed = case.status == "passed"
-    grading = {
+    grading: dict[str, Any] = {
         "pass": passed,
         "score": score,
         "reason": "; ".join(g.reason for g in case.graders if g.reason) or case.status,
         "component_results": [_component(g) for g in case.graders],
         "metadata": {"execution_status": execution},
     }
+    if case.conversation_id is not None:  # AgentV counts the assistant messages as turns
+        steps = (case.transcript or {}).get("steps") or []
+        turns = sum(step.get("role") == "assistant" for step in steps) or int(
+            case.output is not None
+        )
+        grading["metadata"]["conversation"] = {
+            "turns": turns,
+            "conversation_id": case.conversation_id,
+        }
     result: dict[str, Any] = {
         "execution_status": execution,
         "status": "passed" if passed else "failed",

@@ -198,6 +198,9 @@ class CaseResult:
     #: what the agent did, from a ``cli`` target with ``transcript:`` (docs/agents.md); the
     #: line has no ``transcript`` key when there is none
     transcript: dict[str, Any] | None = None
+    #: AgentV's ``conversation_id``: the conversation this case is part of, a label several
+    #: cases may share (docs/agents.md); the line has no key when there is none
+    conversation_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view sharing the result's lists and dicts: written out at once, it needs
@@ -208,6 +211,8 @@ class CaseResult:
         out["usage"] = self.usage.to_dict()
         if self.transcript is None:
             del out["transcript"]
+        if self.conversation_id is None:
+            del out["conversation_id"]
         return out
 
     def slim(self) -> CaseResult:

@@ -17,14 +17,16 @@ from typing import TYPE_CHECKING
 from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
-from evalrun.launcher.launch import LaunchContext, launch_grader
+from evalrun.launcher.launch import GraderRun, LaunchContext, launch_grader
 from evalrun.launcher.pools import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
+from evalrun.runner.conversation import conversation_id, converse
 from evalrun.runner.plan import RunPlan
+from evalrun.runner.simulated_user import SimulatedUser
 from evalrun.runner.tooluse import tool_use_for
 from evalrun.safetext import repaired_note
-from evalrun.spec.models import TestCase, as_messages
+from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
@@ -78,13 +80,10 @@ class CaseGrader:
         result = CaseResult(
             id=case.id, status="error", repeat=repeat, target=target_name, line=case.line
         )
+        result.conversation_id = conversation_id(case)
         calls: list[JudgeCall] = []
-        if case.turns is not None:
-            result.error = (
-                "multi-turn tests (AgentV's turns:) are not supported: evalrun asks its target "
-                'one request per case (docs/eval-files.md, "AgentV files")'
-            )
-            return result, calls
+        if case.multi_turn:
+            return await self._converse(case, repeat, result, started)
         try:
             output, target_ms, usage, repaired, transcript = await self._answer(case)
             result.output = output
@@ -101,13 +100,8 @@ class CaseGrader:
             result.timings.total_ms = _since(started)
             return result, calls
         try:
-            runs = await asyncio.gather(
-                *(
-                    self.telemetry.grader(
-                        launch_grader(g, case, output, self._ctx, repeat, transcript)
-                    )
-                    for g in self.plan.graders_for(case)
-                )
+            runs = await self._run_graders(
+                self.plan.graders_for(case), case, output, transcript, repeat
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
@@ -121,6 +115,63 @@ class CaseGrader:
         if not result.graders:
             result.error = "no graders apply to this case"
         result.usage.judge = CaseUsage.judge_of(result.graders)
+        result.timings.total_ms = _since(started)
+        return result, calls
+
+    async def _run_graders(
+        self,
+        graders: list[GraderSpec],
+        case: TestCase,
+        output: str | None,
+        transcript: Transcript | None,
+        repeat: int,
+    ) -> list[GraderRun]:
+        return list(
+            await asyncio.gather(
+                *(
+                    self.telemetry.grader(
+                        launch_grader(g, case, output, self._ctx, repeat, transcript)
+                    )
+                    for g in graders
+                )
+            )
+        )
+
+    async def _converse(
+        self, case: TestCase, repeat: int, result: CaseResult, started: float
+    ) -> tuple[CaseResult, list[JudgeCall]]:
+        """A multi-turn test, turn by turn (``conversation.py``): always one result."""
+
+        async def grade(
+            graders: list[GraderSpec], seen: TestCase, output: str | None, t: Transcript | None
+        ) -> list[GraderRun]:
+            return await self._run_graders(graders, seen, output, t, repeat)
+
+        user = None
+        try:
+            if case.simulated_user is not None and self.plan.judge_name is not None:
+                judge = self.plan.pool.get(self.plan.judge_name)
+                user = SimulatedUser(
+                    case.simulated_user, judge, self.plan.judge_name, case.id, repeat
+                )
+            calls = await converse(
+                case,
+                result,
+                answer=self._answer,
+                grade=grade,
+                score=self._score,
+                conversation_graders=self.plan.graders_for(case),
+                next_user=user,
+            )
+        except Exception as exc:  # a bug of ours must still leave one result for the case
+            result.status, result.score = "error", None
+            result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
+            calls = []
+        if result.graders or user is not None:
+            result.usage.judge = CaseUsage.judge_of(result.graders)
+            if user is not None:
+                user.count_in(result.usage.judge)
+                calls = [*user.calls, *calls]
         result.timings.total_ms = _since(started)
         return result, calls
 

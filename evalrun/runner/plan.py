@@ -81,7 +81,9 @@ class RunPlan:
         if any(case.output is None for case in self.cases):
             names += answerers
         graders = [g for case in self.cases for g in self.graders_for(case)]
-        if any(g.needs_judge for g in graders):
+        graders += [g for case in self.cases for _, _, g in case.turn_graders]
+        simulated = any(case.simulated_user is not None for case in self.cases)
+        if simulated or any(g.needs_judge for g in graders):
             names += answerers if self.judge_follows_target else []
             names += [self.judge_name] if self.judge_name else []
         names += [n for g in graders if g.access is not None for n in g.access.allow or []]

@@ -63,6 +63,8 @@ class CaseSurvey:
     needs_target: bool = False
     #: Each tool once, with its key path; suite tools first (docs/agents.md).
     tools: list[tuple[tuple[Any, ...], ToolSpec]] = field(default_factory=list)
+    #: Some case has a simulated user, who speaks through the judge (docs/agents.md).
+    needs_judge: bool = False
 
 
 def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
@@ -70,10 +72,14 @@ def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
     survey.tools = [(("tools", i), t) for i, t in enumerate(loaded.spec.tools)]
     for case in cases:
         survey.needs_target = survey.needs_target or case.output is None
+        survey.needs_judge = survey.needs_judge or case.simulated_user is not None
         survey.graders += [
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
         survey.tools += [(("tests", case.index, "tools", j), t) for j, t in enumerate(case.tools)]
+        survey.graders += [
+            (("tests", case.index, "turns", i, "graders", j), g) for i, j, g in case.turn_graders
+        ]
     return survey
 
 
@@ -128,7 +134,7 @@ def _check_targets(
             )
         uses += answerers
     graders = survey.graders
-    if any(g.needs_judge for _, g in graders):
+    if survey.needs_judge or any(g.needs_judge for _, g in graders):
         if isinstance(spec.judge, list) and not judge:  # a panel: each member must be usable
             uses += [_Use(m, loaded.where(("judge", k))) for k, m in enumerate(spec.judge)]
         else:  # the judge defaults to the target: to each of a matrix's targets
@@ -223,22 +229,23 @@ def _check_tools(
     loaded: LoadedEval,
     survey: CaseSurvey,
     targets: TargetsFile,
-    target: str | None,
+    target: str | list[str] | None,
     env: Mapping[str, str],
 ) -> list[str]:
-    """Tools need a target kind that can call them, and their scripts must be there
-    (docs/agents.md, "Model targets with tools")."""
+    """Tools need target kinds that can call them (each of a matrix's targets), and their
+    scripts must be there (docs/agents.md, "Model targets with tools")."""
     if not survey.tools:
         return []
     problems = []
-    name = target or loaded.spec.target
-    config = targets.get(name) if name and name in targets.names else None
-    if config is not None and not kind_of(config).tools:
-        problems.append(
-            f"{loaded.where(survey.tools[0][0])}: tools are offered, but target '{name}' "
-            f"({config.kind}) cannot call tools: use a target of kind "
-            + ", ".join(n for n, k in kinds().items() if k.tools)
-        )
+    for use in _answerers(loaded, target):
+        name = use.name
+        config = targets.get(name) if name in targets.names else None
+        if config is not None and not kind_of(config).tools:
+            problems.append(
+                f"{loaded.where(survey.tools[0][0])}: tools are offered, but target '{name}' "
+                f"({config.kind}) cannot call tools: use a target of kind "
+                + ", ".join(n for n, k in kinds().items() if k.tools)
+            )
     for loc, tool in survey.tools:
         argv = own_python(tool.argv or [])
         if not argv:

@@ -184,9 +184,50 @@ def _as_messages(value: Any) -> list[Any]:
 
 def _judge_criteria(case: Any) -> None:
     """AgentV passes a test that declares no graders without grading it; evalrun never passes
-    what it did not check, so the test's ``criteria`` are judged (docs/eval-files.md)."""
+    what it did not check, so the test's ``criteria`` are judged (docs/eval-files.md). A
+    multi-turn test whose turns carry graders is graded by them (docs/agents.md)."""
     if isinstance(case, dict) and isinstance(case.get("criteria"), str) and not case.get("graders"):
+        turns = case.get("turns")
+        if isinstance(turns, list) and any(isinstance(t, dict) and t.get("graders") for t in turns):
+            return
         case["graders"] = [{"type": "llm-rubric", "name": "criteria"}]
+
+
+def _normalize_turns(
+    case: dict[str, Any], path: tuple[Any, ...], lines: LineMap, folder: Path, *, agentv: bool
+) -> None:
+    """AgentV's ``mode: conversation`` (which its ``turns`` require) is implied by ``turns`` in
+    evalrun; each turn's ``assert``/``assertions`` are its ``graders``, plain strings grouped
+    into one ``llm-rubric`` of weight 1, as AgentV groups a turn's (docs/agents.md)."""
+    turns = case.get("turns")
+    if case.get("mode") == "conversation":
+        if not isinstance(turns, list) or not turns:
+            raise AgentVProblem((*path, "mode"), "mode: conversation needs a non-empty 'turns'")
+        del case["mode"]
+    elif agentv and isinstance(turns, list):
+        raise AgentVProblem((*path, "turns"), "'turns' needs mode: conversation (as in AgentV)")
+    if not isinstance(turns, list):
+        return
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            continue
+        where = (*path, "turns", i)
+        if agentv and isinstance(turn.get("input"), (list, dict)):  # one user message's content
+            turn["input"] = [{"role": "user", "content": turn["input"]}]
+        for key in ("assert", "assertions"):
+            if rename_key(turn, key, "graders", where, lines):
+                break
+        expected = turn.get("expected_output")
+        if isinstance(expected, dict):  # a message, as AgentV reads a turn's; else its JSON
+            message = "content" in expected and {"role": "assistant", **expected}
+            turn["expected_output"] = [message] if message else json.dumps(expected)
+        graders = turn.get("graders")
+        if isinstance(graders, list):
+            grouped = any(isinstance(g, str) for g in graders)
+            turn["graders"] = normalize_graders(graders, (*where, "graders"), lines, agentv=agentv)
+            if grouped:  # the one llm-rubric the strings became
+                next(g for g in turn["graders"] if g.get("type") == "llm-rubric")["weight"] = 1.0
+            _read_rubric_files(turn["graders"], (*where, "graders"), folder)
 
 
 def normalize_test(
@@ -198,11 +239,7 @@ def normalize_test(
     if "conversation_id" in case and (metadata is None or isinstance(metadata, dict)):
         case["metadata"] = {**(metadata or {}), "conversation_id": case.pop("conversation_id")}
         _copy(lines, (*path, "conversation_id"), (*path, "metadata", "conversation_id"))
-    if isinstance(case.get("turns"), list):
-        # ``mode: conversation`` and how turns are scored only mean something with turns.
-        for key in ("mode", "aggregation", "on_turn_failure"):
-            if key in case and isinstance(case.get("metadata", {}), dict):
-                case.setdefault("metadata", {})[key] = case.pop(key)
+    _normalize_turns(case, path, lines, folder, agentv=agentv)
     if isinstance(case.get("expected_output"), dict):
         # AgentV's structured expected answer: graders read it as the JSON it stands for.
         case["expected_output"] = json.dumps(case["expected_output"], ensure_ascii=False)

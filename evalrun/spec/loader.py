@@ -177,7 +177,9 @@ def _checked(
     if not tests:
         raise EvalFileError(f"{tests_at}: the eval file has no tests")
     if not spec.graders:
-        ungraded = list(islice((case.id for case in tests if not case.graders), 5))
+        ungraded = list(
+            islice((case.id for case in tests if not (case.graders or case.turn_graders)), 5)
+        )
         if ungraded:
             raise EvalFileError(
                 f"{tests_at}: tests without graders: {', '.join(ungraded)} "

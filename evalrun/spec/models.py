@@ -213,6 +213,43 @@ def _command_name(command: list[str] | str | None) -> str:
 Conversation = str | list[Message]
 
 
+class Turn(BaseModel):
+    """One user turn of a multi-turn test: what the user says, and what grades the target's
+    reply to it (docs/agents.md, "Multi-turn conversations")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: Conversation
+    expected_output: Conversation | None = None
+    graders: list[GraderSpec] = Field(default_factory=list)
+
+    @field_validator("input")
+    @classmethod
+    def _says_something(cls, value: Conversation) -> Conversation:
+        if not as_messages(value, "user") or (isinstance(value, str) and not value.strip()):
+            raise ValueError("each turn needs a non-empty input")
+        return value
+
+    @property
+    def input_messages(self) -> list[Message]:
+        return as_messages(self.input, "user")
+
+    @property
+    def expected_messages(self) -> list[Message]:
+        return as_messages(self.expected_output, "assistant")
+
+
+class SimulatedUser(BaseModel):
+    """A judge-driven user who writes the next user turns after the scripted ones, in character,
+    until it says ``stop`` or has written ``max_turns`` (docs/agents.md, "A simulated user")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: str = Field(min_length=1)
+    max_turns: int = Field(5, ge=1, le=50)
+    stop: str = Field("DONE", min_length=1)
+
+
 class TestCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     __test__ = False  # not a pytest class
@@ -227,9 +264,13 @@ class TestCase(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     #: the verdicts a person gave, for ``evalrun calibrate`` (docs/judges.md)
     labels: dict[str, Any] = Field(default_factory=dict)
-    #: AgentV's multi-turn conversation: loads, but a run reports the case as an error, since
-    #: evalrun asks its target one request per case (docs/eval-files.md, "AgentV files")
-    turns: list[dict[str, Any]] | None = None
+    #: a multi-turn conversation: the target answers turn by turn, and how the turns' scores
+    #: make the case's (docs/agents.md, "Multi-turn conversations")
+    turns: list[Turn] | None = Field(None, min_length=1)
+    aggregation: Literal["mean", "min", "max"] | None = None
+    on_turn_failure: Literal["continue", "stop"] | None = None
+    window_size: int | None = Field(None, ge=1)
+    simulated_user: SimulatedUser | None = None
     #: tools offered to a model target, with their mocked results (docs/agents.md)
     tools: Tools = Field(default_factory=list)
     max_turns: MaxTurns = None
@@ -237,6 +278,35 @@ class TestCase(BaseModel):
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
     _index: int = PrivateAttr(default=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _conversation_input(cls, data: Any) -> Any:
+        """A multi-turn test's turns carry what the user says: its ``input`` (a system prompt,
+        context) may be left out."""
+        if (
+            isinstance(data, dict)
+            and "input" not in data
+            and (data.get("turns") is not None or data.get("simulated_user") is not None)
+        ):
+            data = {**data, "input": []}
+        return data
+
+    @model_validator(mode="after")
+    def _conversation_keys_need_turns(self) -> TestCase:
+        if not self.multi_turn:
+            for key in ("aggregation", "on_turn_failure", "window_size"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"'{key}' needs 'turns' (a multi-turn test)")
+        elif self.expected_output is not None or self.output is not None:
+            key = "expected_output" if self.expected_output is not None else "output"
+            raise ValueError(f"a multi-turn test takes no '{key}': give each turn its own")
+        return self
+
+    @property
+    def multi_turn(self) -> bool:
+        """Scripted turns, a simulated user, or both: the target answers turn by turn."""
+        return self.turns is not None or self.simulated_user is not None
 
     @property
     def line(self) -> int | None:
@@ -253,6 +323,12 @@ class TestCase(BaseModel):
     @property
     def expected_messages(self) -> list[Message]:
         return as_messages(self.expected_output, "assistant")
+
+    @property
+    def turn_graders(self) -> list[tuple[int, int, GraderSpec]]:
+        """Each turn's graders as (turn index, grader index, grader): checked before a run
+        like the test's own."""
+        return [(i, j, g) for i, t in enumerate(self.turns or ()) for j, g in enumerate(t.graders)]
 
 
 #: ``columns:`` of a CSV or dataset source: a test key -> the column it is read from

@@ -71,6 +71,7 @@ def eval_json_schema() -> dict[str, Any]:
     defs = schema["$defs"]
     _widen_grader(defs["GraderSpec"])
     _widen_test(defs["TestCase"])
+    _widen_turn(defs["Turn"])
     props = schema["properties"]
     graders = copy.deepcopy(props["graders"])
     tests = copy.deepcopy(props["tests"])
@@ -162,9 +163,7 @@ def _widen_test(test: dict[str, Any]) -> None:
             "description": {"type": "string"},
             "threshold": {"type": "number", "minimum": 0, "maximum": 1},
             "conversation_id": {"type": "string"},
-            "mode": {"type": "string"},
-            "aggregation": {"type": "string"},
-            "on_turn_failure": {"type": "string"},
+            "mode": {"const": "conversation"},
             "execution": {
                 "type": "object",
                 "properties": {"skip_defaults": {"type": "boolean"}},
@@ -175,6 +174,13 @@ def _widen_test(test: dict[str, Any]) -> None:
     test["properties"]["id"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
     expected = test["properties"]["expected_output"]  # AgentV's structured answer: a mapping
     test["properties"]["expected_output"] = {"anyOf": [expected, {"type": "object"}]}
+
+
+def _widen_turn(turn: dict[str, Any]) -> None:
+    """A turn's graders under AgentV's names, plain strings among them (docs/agents.md)."""
+    graders = copy.deepcopy(turn["properties"]["graders"])
+    graders["items"] = _ASSERTIONS["items"]
+    turn["properties"].update({"graders": graders, "assertions": graders, "assert": graders})
 
 
 def _widen_grader(grader: dict[str, Any]) -> None:

@@ -17,9 +17,10 @@ from evalrun.launcher.environment import grader_environment, own_python, proxy_v
 from evalrun.launcher.issuer import GrantIssuer, IssuedGrant, StartIssuer
 from evalrun.launcher.payload import Wire, payload_for
 from evalrun.launcher.process import ProcessOutcome, run_process
-from evalrun.launcher.protocol import AGENTV_THRESHOLD, as_agentv_failure, interpret
+from evalrun.launcher.protocol import as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import GraderPools, case_line
+from evalrun.results.agentv_scoring import AGENTV_THRESHOLD
 from evalrun.results.models import GraderOutcome, ProxyUsage
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.transcripts import Transcript

@@ -24,9 +24,6 @@ from evalrun.results.models import GraderOutcome
 from evalrun.safetext import json_text_may_hold_surrogates, repair_json, repaired_note
 
 ABSTAIN_EXIT = 3
-#: The score at which AgentV passes a script grader that prints no ``pass`` (its default
-#: threshold; docs/grader-protocol.md, "AgentV files").
-AGENTV_THRESHOLD = 0.8
 REASON_CHARS = 300
 
 #: A line that names an error: Python's and Node's exception lines, Go and Rust panics,

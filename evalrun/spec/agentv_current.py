@@ -419,7 +419,6 @@ def _map_assertion(
         grader.setdefault("name", kind)  # not-contains, ... stay told apart
     if "min_score" in grader:
         grader.setdefault("threshold", grader.pop("min_score"))
-    grader.pop("required", None)  # every evalrun grader gates its case already
     if "value" in grader and base_kind not in ("regex", "llm-rubric"):
         # Text to look for is rendered once, before starts-with & co. escape it into a regex; a
         # regex is no template and llm-rubric renders its own (docs/eval-files.md, "Templates").

@@ -32,7 +32,11 @@ def key(argv: list[str], payload: bytes) -> str:
     except ValueError:
         document = {"raw": payload.decode("utf-8", "replace")}
     picked = {k: document.get(k) for k in KEYED} if isinstance(document, dict) else document
-    text = json.dumps([argv, picked], sort_keys=True)
+    # evalrun passes scripts by absolute path: keyed relative to the grader's folder, so the
+    # AgentV checkout of the recording and the corpus copy of the replay give the same key
+    here = os.getcwd()
+    args = [os.path.relpath(a, here) if os.path.isabs(a) else a for a in argv]
+    text = json.dumps([args, picked], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -59,7 +63,7 @@ def main(mode: str, argv: list[str]) -> int:
         )
         row = {
             "key": found,
-            "argv": argv,
+            "argv": [Path(a).name if os.path.isabs(a) else a for a in argv],
             "stdout": done.stdout.decode("utf-8", "replace"),
             "stderr": done.stderr.decode("utf-8", "replace")[-2000:],
             "exit": done.returncode,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UserError
+from evalrun.spec.agentv import Notes
 from evalrun.yamlsource import LineMap
 
 #: Why a run has one target: ``providers: [a, b]`` and ``--target`` twice are refused with it.
@@ -68,6 +69,8 @@ class _Mapping:
     lines: LineMap
     folder: Path
     problems: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+    #: what loads but is left out, as AgentV leaves it out (validate and run warn of it)
+    skipped: Notes = field(default_factory=list)
     #: The line map as parsed: every copy reads from it, so moves never read moved lines.
     source: LineMap = field(init=False)
 
@@ -102,9 +105,12 @@ def is_current_format(data: Any) -> bool:
     )
 
 
-def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> dict[str, Any]:
-    """Rewrite ``data`` (a current-format eval file) into evalrun's keys, in place."""
-    m = _Mapping(data, lines, folder)
+def map_current_format(
+    data: dict[str, Any], lines: LineMap, folder: Path, skipped: Notes | None = None
+) -> dict[str, Any]:
+    """Rewrite ``data`` (a current-format eval file) into evalrun's keys, in place; what it
+    leaves out as AgentV does is added to ``skipped``."""
+    m = _Mapping(data, lines, folder, skipped=skipped if skipped is not None else [])
     _map_providers(m)
     _map_defaults(m)
     prompts = _prompts(m)
@@ -428,6 +434,15 @@ def _map_assertion(
         grader["negate"] = True
     # any other not-<type> is turned by agentv_extras (negating here too would undo it)
     if grader.get("type") == "llm-rubric":
+        if not any(isinstance(grader.get(k), (str, list)) for k in ("value", "criteria", "prompt")):
+            # AgentV skips it with a warning (docs/eval-files.md, "AgentV's current format")
+            m.skipped.append(
+                (
+                    path,
+                    "an llm-rubric with no value has nothing to judge: skipped, as AgentV skips it",
+                )
+            )
+            return None
         _llm_rubric(m, grader, path, vars_)
     elif grader.get("type") == "script":
         _script(m, grader, path)

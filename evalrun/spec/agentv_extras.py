@@ -21,6 +21,7 @@ from typing import Any
 
 from evalrun.errors import UserError
 from evalrun.spec.agentv import rename_key
+from evalrun.spec.agentv_files import join_content_parts
 from evalrun.spec.kinds import ALIASES, CONFIG_OPTIONS, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
@@ -208,6 +209,8 @@ def normalize_test(
         case["expected_output"] = json.dumps(case["expected_output"], ensure_ascii=False)
     if "input" not in case and isinstance(case.get("input_files"), list):
         _prompt_from_files(case, folder)
+    if agentv and (problem := join_content_parts(case, path, folder)) is not None:
+        raise AgentVProblem(*problem)
     if "input" not in case and isinstance(case.get("turns"), list):
         case["input"] = []  # the turns carry it
     graders = case.get("graders")

@@ -45,9 +45,13 @@ BUN_OUTPUTS = RECORDING / "bun-graders.jsonl"
 #: model as the system under test; ``grader`` is the judge.
 TARGET_LABELS = ("llm", "gemini-llm", "local-openai", "github-models-contract", "default")
 JUDGE_LABEL = "grader"
-#: The variables AgentV's own example check sets (its `validate:examples` script) for files
-#: that read them, and the key both tools send to the loopback model.
-ENV = {"EVAL_CRITERIA": "placeholder", "CUSTOM_SYSTEM_PROMPT": "placeholder"}
+#: The variables AgentV's own example check sets (its `validate:examples` script) and the one
+#: more an example reads, for both tools.
+ENV = {
+    "EVAL_CRITERIA": "placeholder",
+    "CUSTOM_SYSTEM_PROMPT": "placeholder",
+    "EXPECTED_GREETING": "Hello!",  # env-interpolation's own example value
+}
 API_KEY = "side-key"
 #: Scores are equal when they differ by no more than this (AgentV rounds nothing; evalrun
 #: writes floats as computed).
@@ -116,16 +120,22 @@ def evalrun_targets_yaml(base_url: str) -> str:
 
 
 def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
-    """AgentV's cases from a run's ``index.jsonl``: passed when its status is ``ok``."""
-    for line in index.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    """AgentV's cases from a run's ``index.jsonl``: passed when its status is ``ok``. AgentV
+    names a test run once per prompt by the test's id alone, in prompt order (one worker):
+    the k-th is ``id#k`` here, as ``case_key`` names evalrun's ``id__prompt_<k-th prompt>``."""
+    rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line]
+    seen: dict[str, int] = {}
+    ids = [str(row["test_id"]) for row in rows]
+    for row in rows:
+        test_id = str(row["test_id"])
+        seen[test_id] = seen.get(test_id, 0) + 1
+        if ids.count(test_id) > 1:
+            test_id = f"{test_id}#{seen[test_id]}"
         status = row.get("execution_status", "")
         graders = ", ".join(f"{s.get('name')}={s.get('score')}" for s in row.get("scores") or [])
         yield CaseOutcome(
             file=file,
-            id=str(row["test_id"]),
+            id=test_id,
             passed=status == "ok",
             score=float(row["score"]) if row.get("score") is not None else None,
             detail=f"{status}: {graders}",
@@ -155,6 +165,7 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
                 out = Path(scratch) / f"run-{number}"
                 command = [bun, str(cli), "eval", "run", file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
+                command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
                 subprocess.run(command, cwd=agentv_src, env=env, capture_output=True, timeout=600)
                 index = out / ".internal" / "index.jsonl"
                 found = list(agentv_outcomes(index, file)) if index.exists() else []
@@ -224,11 +235,12 @@ def evalrun_outcomes(
             except UserError as refused:
                 found.append(CaseOutcome(file, "*", False, None, f"refused: {refused}"))
                 continue
+            prompts = prompt_ids(root / file)
             for case in outcome.cases:
                 found.append(
                     CaseOutcome(
                         file=file,
-                        id=case.id,
+                        id=case_key(case.id, prompts),
                         passed=case.status == "passed",
                         score=case.score,
                         detail=f"{case.status}: "
@@ -243,6 +255,30 @@ def evalrun_outcomes(
             else:
                 os.environ[name] = value
     return found
+
+
+def prompt_ids(path: Path) -> list[str]:
+    """The ids of a current-format file's prompts, in order (evalrun names each case of a
+    prompt ``<test id>__prompt_<prompt id>``: docs/eval-files.md)."""
+    import yaml
+
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    prompts = doc.get("prompts") if isinstance(doc, dict) else None
+    if not isinstance(prompts, list):
+        return []
+    ids = []
+    for i, prompt in enumerate(prompts):
+        named = prompt.get("id") or prompt.get("label") if isinstance(prompt, dict) else None
+        ids.append(str(named or f"prompt-{i + 1}"))
+    return ids
+
+
+def case_key(case_id: str, prompts: list[str]) -> str:
+    """evalrun's ``X__prompt_P`` as AgentV's k-th run of X (``X#k``, P the k-th prompt)."""
+    test_id, marker, prompt = case_id.rpartition("__prompt_")
+    if marker and prompt in prompts:
+        return f"{test_id}#{prompts.index(prompt) + 1}"
+    return case_id
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ loaded (docs/eval-files.md, "Keys both generations share").
 
 AgentV shows a model a file's text inside ``<file path="PATH">`` tags, with the path as written.
 It joins a message's parts with a blank line when the test's input is that one message, each
-part trimmed, and with a newline when the input has several messages. evalrun makes each such
+part trimmed (and trims that message's text), and with a newline when the input has several
+messages. evalrun makes each such
 message's content that one text, so every target and grader reads what AgentV's model reads. A
 file that cannot be read is an error at its key.
 """
@@ -23,6 +24,9 @@ def join_content_parts(case: dict[str, Any], path: tuple[Any, ...], folder: Path
     files one text, in place; the first file that cannot be read is returned instead (the
     caller raises it at its key). Other parts (images) leave their message as it is."""
     messages = case.get("input")
+    if isinstance(messages, str):
+        case["input"] = messages.strip()  # one message: AgentV trims it
+        return None
     if not isinstance(messages, list):
         return None
     shown = [m for m in messages if isinstance(m, dict) and m.get("content")]
@@ -30,6 +34,8 @@ def join_content_parts(case: dict[str, Any], path: tuple[Any, ...], folder: Path
     alone = len(shown) == 1 and not conversation
     for i, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
+        if alone and isinstance(content, str):
+            message["content"] = content.strip()
         if not isinstance(content, list) or not all(_is_textual(p) for p in content):
             continue
         texts = []

@@ -8,6 +8,8 @@ system under test and the judge), and every case's pass/fail and score are compa
     python bench/agentv_side_by_side.py record --agentv /work/agentv-build/src
     # evalrun against the recording (what tests/test_agentv_side_by_side.py does):
     python bench/agentv_side_by_side.py compare
+    # evalrun's conformance kit over AgentV's TypeScript graders (needs bun and the build):
+    python bench/agentv_side_by_side.py grader-check --agentv /work/agentv-build/src
 
 ``record`` writes ``tests/data/agentv_side/<commit>/agentv-results.jsonl`` (one line per
 case AgentV graded) and ``recording.json`` (the commit, AgentV's version, the command).
@@ -25,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,9 @@ class CaseOutcome:
     passed: bool
     score: float | None
     detail: str
+    #: the script graders' scores by name (AgentV: its ``type: script`` graders; evalrun: every
+    #: grader, looked up by AgentV's names)
+    scripts: dict[str, float | None] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str]:
         return (self.file, self.id)
@@ -139,6 +144,11 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
             passed=status == "ok",
             score=float(row["score"]) if row.get("score") is not None else None,
             detail=f"{status}: {graders}",
+            scripts={
+                str(s["name"]): s.get("score")
+                for s in row.get("scores") or []
+                if s.get("type") == "script"
+            },
         )
 
 
@@ -227,10 +237,14 @@ def evalrun_outcomes(
     found: list[CaseOutcome] = []
     try:
         for number, file in enumerate(files):
-            options = {"targets": str(targets), "judge": JUDGE_LABEL, "no_cache": True}
             try:
                 outcome = evalrun.run(
-                    str(root / file), out=str(scratch / f"run-{number}"), quiet=True, **options
+                    str(root / file),
+                    out=str(scratch / f"run-{number}"),
+                    targets=str(targets),
+                    judge=JUDGE_LABEL,
+                    no_cache=True,
+                    quiet=True,
                 )
             except UserError as refused:
                 found.append(CaseOutcome(file, "*", False, None, f"refused: {refused}"))
@@ -245,6 +259,7 @@ def evalrun_outcomes(
                         score=case.score,
                         detail=f"{case.status}: "
                         + ", ".join(f"{g.name}={g.score}" for g in case.graders),
+                        scripts={g.name: g.score for g in case.graders},
                     )
                 )
     finally:
@@ -307,23 +322,91 @@ def same(theirs: CaseOutcome, mine: CaseOutcome) -> bool:
     return abs(theirs.score - mine.score) <= SCORE_TOLERANCE
 
 
-def run_comparison(scratch: Path) -> tuple[list[CaseOutcome], list[Difference]]:
+def script_grader_differences(
+    agentv: list[CaseOutcome], ours: list[CaseOutcome]
+) -> tuple[int, list[str]]:
+    """AgentV's script graders (Python, TypeScript) scored again by evalrun: how many were
+    compared, and each whose score differs."""
+    by_key = {case.key(): case for case in ours}
+    compared, differing = 0, []
+    for theirs in agentv:
+        mine = by_key.get(theirs.key())
+        for name, score in theirs.scripts.items():
+            compared += 1
+            got = None if mine is None else mine.scripts.get(name, "missing")
+            if not (
+                isinstance(got, float) and score is not None and abs(got - score) <= SCORE_TOLERANCE
+            ):
+                differing.append(f"{theirs.file} {theirs.id} {name}: agentv {score} evalrun {got}")
+    return compared, differing
+
+
+@dataclass(frozen=True)
+class Comparison:
+    agentv: list[CaseOutcome]
+    evalrun: list[CaseOutcome]
+    differences: list[Difference]
+
+    @property
+    def agree(self) -> int:
+        return len(self.agentv) - len(self.differences)
+
+    def meets_bar(self) -> bool:
+        return self.agree >= BAR * len(self.agentv)
+
+    def report(self) -> str:
+        share = self.agree / max(len(self.agentv), 1)
+        lines = [f"{self.agree} of {len(self.agentv)} cases agree ({share:.1%})"]
+        for difference in self.differences:
+            theirs, mine = difference.agentv, difference.evalrun
+            ours = "no result" if mine is None else f"{mine.passed} {mine.score} ({mine.detail})"
+            lines.append(
+                f"{theirs.file} {theirs.id}: agentv {theirs.passed} {theirs.score} "
+                f"({theirs.detail}) | evalrun {ours}"
+            )
+        compared, differing = script_grader_differences(self.agentv, self.evalrun)
+        lines.append(f"script graders: {compared - len(differing)} of {compared} score as AgentV")
+        lines += differing
+        return "\n".join(lines)
+
+
+def run_comparison(scratch: Path) -> Comparison:
     agentv = recorded()
     files = sorted({case.file for case in agentv})
-    return agentv, compare(agentv, evalrun_outcomes(files, scratch))
+    ours = evalrun_outcomes(files, scratch)
+    return Comparison(agentv, ours, compare(agentv, ours))
 
 
-def report(agentv: list[CaseOutcome], differences: list[Difference]) -> str:
-    agree = len(agentv) - len(differences)
-    lines = [f"{agree} of {len(agentv)} cases agree ({agree / max(len(agentv), 1):.1%})"]
-    for difference in differences:
-        theirs, mine = difference.agentv, difference.evalrun
-        ours = "no result" if mine is None else f"{mine.passed} {mine.score} ({mine.detail})"
-        lines.append(
-            f"{theirs.file} {theirs.id}: agentv {theirs.passed} {theirs.score} "
-            f"({theirs.detail}) | evalrun {ours}"
+def grader_check(agentv_src: Path, files: list[str]) -> list[str]:
+    """``evalrun grader check --wire agentv`` over every TypeScript grader (``bun ...``) the
+    files name, run where its eval file is, with the real bun: one line per grader."""
+    from evalrun.errors import EvalrunError
+    from evalrun.spec.loader import load_eval
+
+    commands: dict[tuple[str, ...], Path] = {}
+    for file in files:
+        try:
+            loaded = load_eval(agentv_src / file)
+        except EvalrunError:
+            continue
+        cases = loaded.spec.tests if isinstance(loaded.spec.tests, list) else []
+        for grader in [*loaded.spec.graders, *(g for case in cases for g in case.graders)]:
+            if grader.command and grader.argv[0] == "bun":
+                commands.setdefault(tuple(grader.argv), (agentv_src / file).parent)
+    lines = []
+    for argv, folder in sorted(commands.items()):
+        check = [sys.executable, "-m", "evalrun", "grader", "check", "--wire", "agentv"]
+        done = subprocess.run(
+            [*check, "--mode", "process", "--", *argv],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
-    return "\n".join(lines)
+        last = (done.stdout.strip().splitlines() or ["(no output)"])[-1]
+        where = folder.relative_to(agentv_src)
+        lines.append(f"{where}: {' '.join(argv)}: exit {done.returncode}: {last}")
+    return lines
 
 
 def main() -> int:
@@ -334,14 +417,19 @@ def main() -> int:
     rec.add_argument("--bun", default=shutil.which("bun") or "bun")
     rec.add_argument("files", nargs="*", help="corpus-relative eval files (default: all)")
     commands.add_parser("compare", help="run evalrun and compare with the recording")
+    check = commands.add_parser("grader-check", help="evalrun grader check on AgentV's TS graders")
+    check.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     args = parser.parse_args()
     if args.command == "record":
         record(args.agentv.resolve(), args.bun, args.files or eval_files())
         return 0
+    if args.command == "grader-check":
+        print("\n".join(grader_check(args.agentv.resolve(), eval_files())))
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
-        agentv, differences = run_comparison(Path(scratch))
-    print(report(agentv, differences))
-    return 0 if len(agentv) - len(differences) >= BAR * len(agentv) else 1
+        comparison = run_comparison(Path(scratch))
+    print(comparison.report())
+    return 0 if comparison.meets_bar() else 1
 
 
 if __name__ == "__main__":

@@ -42,6 +42,9 @@ _SAME_TYPES = (
     "starts-with",
     "ends-with",
 )
+#: An assertion with only these keys names no rubric, prompt or option of its own.
+_PLAIN_GRADER_KEYS = {"type", "name", "weight", "threshold", "required"}
+_NOTHING_TO_JUDGE = "an llm-rubric with no value has nothing to judge: skipped, as AgentV skips it"
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
 
 
@@ -434,14 +437,10 @@ def _map_assertion(
         grader["negate"] = True
     # any other not-<type> is turned by agentv_extras (negating here too would undo it)
     if grader.get("type") == "llm-rubric":
-        if not any(isinstance(grader.get(k), (str, list)) for k in ("value", "criteria", "prompt")):
-            # AgentV skips it with a warning (docs/eval-files.md, "AgentV's current format")
-            m.skipped.append(
-                (
-                    path,
-                    "an llm-rubric with no value has nothing to judge: skipped, as AgentV skips it",
-                )
-            )
+        if set(grader) <= _PLAIN_GRADER_KEYS:
+            # nothing to judge: AgentV skips it with a warning (docs/eval-files.md, "AgentV's
+            # current format"); one with other keys is left for validation to name them
+            m.skipped.append((path, _NOTHING_TO_JUDGE))
             return None
         _llm_rubric(m, grader, path, vars_)
     elif grader.get("type") == "script":

@@ -209,8 +209,8 @@ def normalize_test(
         case["expected_output"] = json.dumps(case["expected_output"], ensure_ascii=False)
     if "input" not in case and isinstance(case.get("input_files"), list):
         _prompt_from_files(case, folder)
-    if agentv and (problem := join_content_parts(case, path, folder)) is not None:
-        raise AgentVProblem(*problem)
+    if agentv:
+        join_content_parts(case, folder)
     if "input" not in case and isinstance(case.get("turns"), list):
         case["input"] = []  # the turns carry it
     graders = case.get("graders")

@@ -195,7 +195,7 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
         "agentv_commit": FULL_COMMIT,
         "agentv_version": version,
         "command": "agentv eval run FILE --providers PROVIDERS --grader-provider grader "
-        "--output DIR (cwd: AgentV's checkout; one run per file)",
+        "--output DIR --workers 1 (cwd: AgentV's checkout; one run per file)",
         "providers_yaml": agentv_providers_yaml(),
         "env": ENV,
         "files": files,

@@ -75,7 +75,10 @@ def test_the_rag_fixture_scores_what_the_scripted_judge_says(runs) -> None:
 def test_the_checks_fixture_maps_every_assertion_type(runs) -> None:
     code, rows = runs["checks-current"]
     by_id = {row[0]: row for row in rows}
-    assert code == 1
+    # AgentV's rule (docs/eval-files.md, "AgentV's scoring rule"): 4 of 5 checks pass, so the
+    # aggregate is 0.8 and the test passes though one check failed
+    assert code == 0
+    assert by_id["greet"][1:3] == ("passed", pytest.approx(0.8))
     assert dict((g[0], g[1]) for g in by_id["greet"][3]) == {
         "agentv_style": "passed",
         "icontains-any": "passed",

@@ -21,8 +21,8 @@ from evalrun.launcher.process import ProcessOutcome, run_process
 from evalrun.launcher.protocol import as_agentv_failure, interpret
 from evalrun.launcher.sandbox import ProxyRoute, SandboxPolicy
 from evalrun.launcher.serve import case_line
+from evalrun.results.agentv_scoring import AGENTV_THRESHOLD
 from evalrun.results.models import GraderOutcome, ProxyUsage
-from evalrun.spec.agentv_options import AGENTV_THRESHOLD
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.transcripts import Transcript
 

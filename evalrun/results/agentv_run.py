@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.results.bundle import RESULTS, SUMMARY
+from evalrun.results.agentv_scoring import AGENTV_THRESHOLD
 from evalrun.results.models import CaseResult, CaseTimings, CaseUsage, GraderOutcome, Status
 
 INDEX = "index.jsonl"
 GRADING = "grading.json"
 RESULT = "result.json"
 ANSWER = "outputs/answer.md"
-#: AgentV passes a score at 0.8 when nothing else says (its default threshold).
-THRESHOLD = 0.8
 #: AgentV's execution status of a result <-> evalrun's status of a case.
 EXECUTION_STATUS: dict[str, Status] = {
     "ok": "passed",
@@ -125,7 +124,7 @@ def _grader(score: dict[str, Any]) -> GraderOutcome:
     value = _number(score.get("score"))
     passed = score.get("pass")
     if not isinstance(passed, bool):
-        passed = value is not None and value >= THRESHOLD
+        passed = value is not None and value >= AGENTV_THRESHOLD
     weight = _number(score.get("weight"))
     return GraderOutcome(
         name=str(score.get("name") or score.get("type") or "grader"),
@@ -134,7 +133,7 @@ def _grader(score: dict[str, Any]) -> GraderOutcome:
         passed=passed,
         reason=str(score.get("reason") or ""),
         weight=1.0 if weight is None else weight,
-        threshold=THRESHOLD,
+        threshold=AGENTV_THRESHOLD,
     )
 
 
@@ -169,7 +168,7 @@ def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
         execution = _field(row, "execution_status", "executionStatus")
         status: Status = EXECUTION_STATUS.get(
             execution if isinstance(execution, str) else "",
-            "passed" if score >= THRESHOLD else "failed",
+            "passed" if score >= AGENTV_THRESHOLD else "failed",
         )
         answer = _inside(directory, _field(row, "answer_path", "answerPath"))
         duration = _number(_field(row, "duration_ms", "durationMs"))

@@ -19,6 +19,7 @@ from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import GraderRun, LaunchContext, launch_grader
 from evalrun.launcher.pools import GraderPools
+from evalrun.results.agentv_scoring import agentv_case, required_minimum
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.conversation import conversation_id, converse
@@ -110,8 +111,17 @@ class CaseGrader:
         result.graders = [r.result for r in runs]
         for run in runs:
             calls += run.judge_calls
-        result.score = self._score(result.graders)
-        result.status = case_status(result.graders)
+        if self.plan.loaded.agentv and not self.plan.loaded.spec.rubric:
+            gates = [
+                required_minimum(
+                    g.required, g.threshold if "threshold" in g.model_fields_set else None
+                )
+                for g in self.plan.graders_for(case)
+            ]
+            result.score, result.status = agentv_case(result.graders, gates)
+        else:
+            result.score = self._score(result.graders)
+            result.status = case_status(result.graders)
         if not result.graders:
             result.error = "no graders apply to this case"
         result.usage.judge = CaseUsage.judge_of(result.graders)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UserError
+from evalrun.spec.agentv import Notes
 from evalrun.yamlsource import LineMap
 
 #: Top-level and per-test keys only AgentV's current format has.
@@ -38,6 +39,9 @@ _SAME_TYPES = (
     "starts-with",
     "ends-with",
 )
+#: An assertion with only these keys names no rubric, prompt or option of its own.
+_PLAIN_GRADER_KEYS = {"type", "name", "weight", "threshold", "required"}
+_NOTHING_TO_JUDGE = "an llm-rubric with no value has nothing to judge: skipped, as AgentV skips it"
 _RENAMED_TYPES = {"llm-grader": "llm-rubric", "llm-judge": "llm-rubric", "code-grader": "script"}
 
 
@@ -65,6 +69,8 @@ class _Mapping:
     lines: LineMap
     folder: Path
     problems: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+    #: what loads but is left out, as AgentV leaves it out (validate and run warn of it)
+    skipped: Notes = field(default_factory=list)
     #: The line map as parsed: every copy reads from it, so moves never read moved lines.
     source: LineMap = field(init=False)
 
@@ -99,9 +105,12 @@ def is_current_format(data: Any) -> bool:
     )
 
 
-def map_current_format(data: dict[str, Any], lines: LineMap, folder: Path) -> dict[str, Any]:
-    """Rewrite ``data`` (a current-format eval file) into evalrun's keys, in place."""
-    m = _Mapping(data, lines, folder)
+def map_current_format(
+    data: dict[str, Any], lines: LineMap, folder: Path, skipped: Notes | None = None
+) -> dict[str, Any]:
+    """Rewrite ``data`` (a current-format eval file) into evalrun's keys, in place; what it
+    leaves out as AgentV does is added to ``skipped``."""
+    m = _Mapping(data, lines, folder, skipped=skipped if skipped is not None else [])
     _map_providers(m)
     _map_defaults(m)
     prompts = _prompts(m)
@@ -413,7 +422,6 @@ def _map_assertion(
         grader.setdefault("name", kind)  # not-contains, ... stay told apart
     if "min_score" in grader:
         grader.setdefault("threshold", grader.pop("min_score"))
-    grader.pop("required", None)  # every evalrun grader gates its case already
     if "value" in grader and base_kind not in ("regex", "llm-rubric"):
         # Text to look for is rendered once, before starts-with & co. escape it into a regex; a
         # regex is no template and llm-rubric renders its own (docs/eval-files.md, "Templates").
@@ -423,6 +431,11 @@ def _map_assertion(
         grader["negate"] = True
     # any other not-<type> is turned by agentv_extras (negating here too would undo it)
     if grader.get("type") == "llm-rubric":
+        if set(grader) <= _PLAIN_GRADER_KEYS:
+            # nothing to judge: AgentV skips it with a warning (docs/eval-files.md, "AgentV's
+            # current format"); one with other keys is left for validation to name them
+            m.skipped.append((path, _NOTHING_TO_JUDGE))
+            return None
         _llm_rubric(m, grader, path, vars_)
     elif grader.get("type") == "script":
         _script(m, grader, path)

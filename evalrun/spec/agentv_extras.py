@@ -3,7 +3,7 @@ validation (docs/eval-files.md, "AgentV files"). Runs after ``agentv_current`` a
 so it sees ``tests`` and ``graders`` whatever the file called them.
 
 Plain strings among a test's graders become one ``llm-rubric`` grader (as AgentV groups them);
-``rubrics`` becomes ``llm-rubric``; ``not-<type>`` a negated grader; ``required`` a threshold;
+``rubrics`` becomes ``llm-rubric``; ``not-<type>`` a negated grader; ``required`` AgentV's gate;
 a suite-level ``input`` is put before every test's input; ``conversation_id`` goes to the
 test's metadata; a test whose ``input_files`` name a ``PROMPT.md`` and that has no ``input``
 takes that file as its input; in an AgentV file, a test with ``criteria`` and no graders gets an
@@ -21,6 +21,7 @@ from typing import Any
 
 from evalrun.errors import UserError
 from evalrun.spec.agentv import rename_key
+from evalrun.spec.agentv_files import join_content_parts
 from evalrun.spec.kinds import ALIASES, CONFIG_OPTIONS, KINDS
 from evalrun.spec.models import GraderSpec
 from evalrun.yamlsource import LineMap
@@ -245,6 +246,8 @@ def normalize_test(
         case["expected_output"] = json.dumps(case["expected_output"], ensure_ascii=False)
     if "input" not in case and isinstance(case.get("input_files"), list):
         _prompt_from_files(case, folder)
+    if agentv:
+        join_content_parts(case, folder)
     if "input" not in case and isinstance(case.get("turns"), list):
         case["input"] = []  # the turns carry it
     graders = case.get("graders")
@@ -359,7 +362,9 @@ def normalize_grader(
     required = grader.pop("required", None)
     if isinstance(required, (int, float)) and not isinstance(required, bool):
         grader.setdefault("threshold", required)  # ``required: 0.8``: must score 0.8
-    # ``required: true``: every evalrun grader gates its case already (docs/eval-files.md).
+        required = True
+    if required is True:  # AgentV's gate (docs/eval-files.md, "AgentV's scoring rule")
+        grader["required"] = True
     if kind == "regex" and isinstance(grader.get("flags"), str):
         _regex_flags(grader)
     if _known(kind) and KINDS[ALIASES.get(kind, kind)].type == "assert-set":

@@ -23,8 +23,9 @@ Notes = list[tuple[tuple[Any, ...], str]]
 #: AgentV's custom assertions: ``.agentv/assertions/<type>.<ext>`` in the eval file's folder or
 #: any folder above it, run as ``bun run FILE``, a script grader (docs/eval-files.md).
 ASSERTION_SUFFIXES = (".ts", ".js", ".mts", ".mjs", ".cts", ".cjs")
-#: The score at which AgentV passes a grader that says no ``pass`` of its own: its default
-#: threshold (docs/grader-protocol.md, "AgentV files").
+#: AgentV's default pass mark, given to a field-accuracy grader that sets none. The same fact
+#: as ``evalrun.results.agentv_scoring.AGENTV_THRESHOLD`` (the spec may not import results;
+#: tests/test_agentv_scoring.py keeps the two equal).
 AGENTV_THRESHOLD = 0.8
 #: field-accuracy's ``match`` rules and ``aggregation`` (evalrun/launcher/field_accuracy.py)
 FIELD_MATCHES = ("exact", "numeric_tolerance", "date")

@@ -126,9 +126,10 @@ def load_eval(path: Path) -> LoadedEval:
         raise EvalFileError(_located(path, unset, lines))
     options = take_suite_options(data, lines)
     agentv = is_current_format(data)
+    skipped: Notes = []  # left out as AgentV leaves it out: said as warnings
     if agentv:
         try:
-            data = map_current_format(data, lines, path.parent)
+            data = map_current_format(data, lines, path.parent, skipped)
         except CurrentFormatError as exc:
             raise EvalFileError(_located(path, exc.problems, exc.lines)) from None
     notes: Notes = []
@@ -144,7 +145,11 @@ def load_eval(path: Path) -> LoadedEval:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
-    warnings = [*_located_list(path, options.notes, lines), *warnings]
+    warnings = [
+        *_located_list(path, options.notes, lines),
+        *_located_list(path, skipped, lines),
+        *warnings,
+    ]
     loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
     loaded.agentv = agentv
     return loaded

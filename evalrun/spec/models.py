@@ -109,6 +109,9 @@ class GraderSpec(BaseModel):
     value: str | list[str] | None = None
     schema_: dict[str, Any] | None = Field(None, alias="schema")
     negate: bool = False
+    #: AgentV's ``required: true``: under its threshold (0.8 when unset) the case scores 0. Read
+    #: in AgentV files only (docs/eval-files.md, "AgentV's scoring rule")
+    required: bool = False
     #: AgentV's ``assert-set``: the graders it combines (validated; not run, see kinds.py)
     graders: list[GraderSpec] = Field(default_factory=list)
 

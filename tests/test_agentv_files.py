@@ -1,0 +1,70 @@
+"""AgentV's content parts as AgentV shows them to a model, and the valueless llm-rubric AgentV
+skips (docs/eval-files.md, "Keys both generations share", "AgentV's current format")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalrun.spec.loader import load_eval
+
+
+def write(folder: Path, text: str) -> Path:
+    path = folder / "suite.eval.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_file_part_is_read_and_the_parts_joined_as_agentv_joins_them(tmp_path: Path) -> None:
+    (tmp_path / "data.csv").write_text("month,revenue\njan,10\n\n", encoding="utf-8")
+    path = write(
+        tmp_path,
+        "providers: [sut]\n"
+        "prompts: ['{{ input }}']\n"
+        "tests:\n"
+        "  - id: alone\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content:\n"
+        "            - {type: file, value: data.csv}\n"
+        '            - {type: text, value: "Summarize it.\\n"}\n'
+        "  - id: several\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - {role: system, content: Be brief.}\n"
+        "        - role: user\n"
+        "          content:\n"
+        "            - {type: text, value: 'Look:'}\n"
+        "            - {type: file, value: data.csv}\n"
+        "  - id: missing\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content: [{type: file, value: nowhere.md}, {type: text, value: Hi}]\n",
+    )
+    tests = load_eval(path).spec.tests
+    assert isinstance(tests, list)
+    tagged = '<file path="data.csv">\nmonth,revenue\njan,10\n</file>'
+    assert tests[0].input_messages[-1].text() == f"{tagged}\n\nSummarize it."
+    assert tests[1].input_messages[-1].text() == f"Look:\n{tagged}"
+    # a file evalrun cannot read stays a part as written (AgentV also looks elsewhere)
+    assert tests[2].input_messages[-1].text() == "Hi"
+
+
+def test_a_plain_llm_rubric_with_no_value_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "providers: [sut]\n"
+        "prompts: ['{{ input }}']\n"
+        "assert:\n"
+        "  - {metric: judged, type: llm-rubric}\n"
+        "  - {type: contains, value: x}\n"
+        "tests:\n"
+        "  - {id: a, vars: {input: hi}}\n",
+    )
+    loaded = load_eval(path)
+    assert [g.type for g in loaded.spec.graders] == ["contains"]
+    assert any("nothing to judge: skipped, as AgentV skips it" in w for w in loaded.warnings)

@@ -85,6 +85,8 @@ class RunSettings(BaseModel):
     otel: bool = False
     #: bootstrap seed of the score interval (docs/config.md "Randomness")
     seed: int = RUN_SEED
+    #: leave each case's workspace in place (docs/agents.md, "Workspaces")
+    keep_workspaces: bool = False
 
     @classmethod
     def checked(cls, **options: object) -> RunSettings:
@@ -204,6 +206,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             ray_address=settings.ray_address,
             otel=settings.otel,
             seed=settings.seed,
+            keep_workspaces=settings.keep_workspaces,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

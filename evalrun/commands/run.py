@@ -180,6 +180,11 @@ def run(
         metavar="N",
         help="Bootstrap seed of the mean score's interval (recorded in summary.json).",
     ),
+    keep_workspaces: bool = typer.Option(
+        False,
+        "--keep-workspaces",
+        help="Leave each case's workspace in place; results say where (docs/agents.md).",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -215,6 +220,7 @@ def run(
         ray_address=ray_address,
         otel=otel,
         seed=seed,
+        keep_workspaces=keep_workspaces,
     )
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))

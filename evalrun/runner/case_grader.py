@@ -18,14 +18,18 @@ from evalrun import telemetry
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import LaunchContext, launch_grader
+from evalrun.launcher.sandbox import private_root
 from evalrun.launcher.serve import GraderPools
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
 from evalrun.runner.plan import RunPlan
+from evalrun.runner.workspace_step import RunWorkspaces
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import TestCase, as_messages
 from evalrun.targets import CompletionRequest, TargetError
 from evalrun.transcripts import Transcript
+from evalrun.workspaces import CaseWorkspace
+from evalrun.workspaces.inputs import agent_text
 
 if TYPE_CHECKING:
     from proxy import JudgeProxy
@@ -48,6 +52,7 @@ class CaseGrader:
         self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(plan.options.workers)
+        self._workspaces = RunWorkspaces(plan, lambda: self._agent_masks())
         self._ctx = LaunchContext(
             eval_dir=plan.loaded.folder.resolve(),
             judge=plan.judge_name,
@@ -65,7 +70,26 @@ class CaseGrader:
         )
 
     async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
-        """Answer one case with the target and run its graders: always one result."""
+        """Answer one case with the target and run its graders: always one result. A case
+        with a workspace is graded inside it (docs/agents.md, "Workspaces")."""
+        spec = self._workspaces.spec_for(case)
+        if spec is None:
+            return await self._grade(case, repeat, None)
+
+        def failed(error: str) -> CaseResult:
+            result = CaseResult(
+                id=case.id, status="error", repeat=repeat, target=self.plan.target_name
+            )
+            result.line, result.error = case.line, error
+            return result
+
+        return await self._workspaces.around(
+            case, spec, failed, lambda workspace: self._grade(case, repeat, workspace)
+        )
+
+    async def _grade(
+        self, case: TestCase, repeat: int, workspace: CaseWorkspace | None
+    ) -> tuple[CaseResult, list[JudgeCall]]:
         started = time.monotonic()
         target_name = self.plan.target_name
         result = CaseResult(
@@ -79,7 +103,7 @@ class CaseGrader:
             )
             return result, calls
         try:
-            output, target_ms, usage, repaired, transcript = await self._answer(case)
+            output, target_ms, usage, repaired, transcript = await self._answer(case, workspace)
             result.output = output
             result.transcript = transcript.to_dict() if transcript else None
             if repaired:
@@ -90,11 +114,12 @@ class CaseGrader:
             result.error = f"target '{exc.target or target_name}' failed: {exc.message}"
             result.timings.total_ms = _since(started)
             return result, calls
+        final = await workspace.final() if workspace is not None else None
         try:
             runs = await asyncio.gather(
                 *(
                     self.telemetry.grader(
-                        launch_grader(g, case, output, self._ctx, repeat, transcript)
+                        launch_grader(g, case, output, self._ctx, repeat, transcript, final)
                     )
                     for g in self.plan.graders_for(case)
                 )
@@ -115,7 +140,8 @@ class CaseGrader:
         return result, calls
 
     async def aclose(self) -> None:
-        """Stop the stream-mode graders and the proxy."""
+        """Stop the stream-mode graders and the proxy; remove the run's workspaces."""
+        self._workspaces.close()
         await self._pools.close()
         if self._proxy is not None:
             await self._proxy.stop()
@@ -140,6 +166,14 @@ class CaseGrader:
                 self._proxy = proxy
             return self._proxy
 
+    def _agent_masks(self) -> tuple[Path, ...]:
+        """What an agent's sandbox hides: what graders' sandboxes hide, and the run's own files
+        even when no grader runs as a process (docs/agents.md, "The agent's sandbox")."""
+        options = self.plan.options
+        own = (options.out, options.stores.cache_dir, options.stores.record, self.plan.targets_path)
+        paths = [*self._ctx.sandbox.masked, private_root(), *(p for p in own if p is not None)]
+        return tuple(dict.fromkeys(Path(p).resolve() for p in paths))
+
     def _prebuild(self, name: str) -> None:
         """Build a target off the loop: its provider's imports (httpx and its kin, ~0.1-0.2 s)
         then overlap the graders' start instead of holding up the first judge call. A target
@@ -158,10 +192,11 @@ class CaseGrader:
         return case_score(graders)
 
     async def _answer(
-        self, case: TestCase
+        self, case: TestCase, workspace: CaseWorkspace | None = None
     ) -> tuple[str | None, float, TargetUsage | None, int, Transcript | None]:
         """The answer, its latency, usage, how many lone surrogates were repaired in it, and
-        the agent's transcript when the target reads one (docs/agents.md)."""
+        the agent's transcript when the target reads one (docs/agents.md); a ``cli`` agent
+        runs in the case's workspace and reads its input files (docs/agents.md)."""
         if case.output is not None:
             messages = as_messages(case.output, "assistant")
             texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
@@ -169,14 +204,20 @@ class CaseGrader:
         target_name = self.plan.target_name
         assert target_name is not None
         target = self.plan.pool.get(target_name)
+        place = self._workspaces.place(case, workspace, getattr(target, "kind", ""))
+        folder = self.plan.loaded.folder.resolve()
         system = [m.text() for m in case.input_messages if m.role == "system"]
         request = CompletionRequest(
             messages=[
-                {"role": m.role, "content": m.text()}
+                {
+                    "role": m.role,
+                    "content": agent_text(m, folder) if place is not None else m.text(),
+                }
                 for m in case.input_messages
                 if m.role != "system"
             ],
             system_prompt="\n\n".join(system) or None,
+            agent=place,
         )
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt

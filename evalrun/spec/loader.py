@@ -23,6 +23,7 @@ from evalrun.spec.agentv_extras import (
     normalize_suite,
     normalize_test,
 )
+from evalrun.spec.agentv_workspace import is_agentv_workspace, map_workspaces
 from evalrun.spec.datasets import (
     HF,
     CsvRows,
@@ -127,7 +128,10 @@ def load_eval(path: Path) -> LoadedEval:
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
     agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
+    agentv = agentv or is_agentv_workspace(data.get("workspace"))
+    workspace_notes: Notes = []
     try:
+        map_workspaces(data, path.parent, workspace_notes)
         data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
@@ -135,6 +139,7 @@ def load_eval(path: Path) -> LoadedEval:
         spec, warnings = validate_keeping_text(EvalFile, data, parsed, path)
     except ValidationError as exc:
         raise EvalFileError(validation_error_message(path, exc, lines, EvalFile)) from None
+    warnings += _located_list(path, workspace_notes, lines)
     loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
     loaded.agentv = agentv
     return loaded

@@ -14,6 +14,7 @@ import evalrun.targets.providers  # noqa: F401
 from evalrun.errors import ConfigError  # raised by the targets; defined with the others
 from evalrun.targets.base import (
     OPTION_FIELDS,
+    AgentPlace,
     CompletionRequest,
     CompletionResponse,
     RefusedField,
@@ -38,6 +39,7 @@ from evalrun.targets.pool import LimitFactory, StoreOptions, TargetPool, build_p
 from evalrun.targets.registry import ToolsUnsupported, kind_of, kinds, missing_extra
 
 __all__ = [
+    "AgentPlace",
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",

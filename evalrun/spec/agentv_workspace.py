@@ -19,18 +19,25 @@ from evalrun.yamlsource import SourceError, load_yaml_with_lines
 
 Notes = list[tuple[tuple[Any, ...], str]]
 
-#: keys only AgentV's ``workspace:`` has: with any of them (or a file path), the value is
-#: AgentV's spelling, else evalrun's own (the two share ``template``)
-AGENTV_ONLY = ("repos", "hooks", "isolation", "docker", "env")
+#: keys only AgentV's ``workspace:`` has: with any of them, a repo entry with ``repo`` (evalrun's
+#: say ``source``), or as a file path, the value is AgentV's spelling, else evalrun's own (the
+#: two share ``template`` and ``repos``)
+AGENTV_ONLY = ("hooks", "isolation", "docker", "env")
 _HOOKS_SETUP = ("before_all", "before_each")
 _HOOKS_TEARDOWN = ("after_each", "after_all")
 
 
 def is_agentv_workspace(value: Any) -> bool:
     """Whether a ``workspace:`` value is in AgentV's spelling (and marks an AgentV file)."""
-    return isinstance(value, str) or (
-        isinstance(value, dict) and any(k in value for k in AGENTV_ONLY)
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, dict):
+        return False
+    repos = value.get("repos")
+    agentv_repo = isinstance(repos, list) and any(
+        isinstance(r, dict) and "repo" in r for r in repos
     )
+    return agentv_repo or any(key in value for key in AGENTV_ONLY)
 
 
 def map_workspaces(data: Any, folder: Path, warnings: Notes) -> None:
@@ -169,7 +176,7 @@ def _repo(repo: Any, at: tuple[Any, ...], base: Path, warnings: Notes) -> dict[s
         ref = f"{ref}~{int(repo['ancestor'])}"
     if repo.get("sparse"):
         warnings.append(((*at, "sparse"), "ignored: the whole tree is checked out"))
-    return {"path": str((base / local).resolve()), "ref": ref, "into": repo.get("path") or "."}
+    return {"source": str((base / local).resolve()), "ref": ref, "into": repo.get("path") or "."}
 
 
 def _script(hook: Any, at: tuple[Any, ...], cwd: str | None) -> dict[str, Any]:

@@ -53,13 +53,13 @@ class RepoSource(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     #: the repository's folder (or a bare repository), relative to the eval file's folder
-    path: str
+    source: str
     #: a commit, branch or tag of it
     ref: str = "HEAD"
     #: where in the workspace it goes (``.``: the workspace itself)
     into: str = "."
 
-    @field_validator("path")
+    @field_validator("source")
     @classmethod
     def _local(cls, value: str) -> str:
         if "://" in value and not value.startswith("file://"):

@@ -32,9 +32,9 @@ def fill(workspace: Path, spec: WorkspaceSpec, eval_dir: Path) -> None:
 
 
 def _clone(workspace: Path, repo: RepoSource, eval_dir: Path, where: str) -> None:
-    source = (eval_dir / repo.path).resolve()
+    source = (eval_dir / repo.source).resolve()
     if not source.exists():
-        raise WorkspaceError(f"{where}.path: {source} does not exist")
+        raise WorkspaceError(f"{where}.source: {source} does not exist")
     into = (workspace / repo.into).resolve()
     if not into.is_relative_to(workspace):
         raise WorkspaceError(f"{where}.into: {repo.into!r} is outside the workspace")

@@ -297,3 +297,78 @@ def test_a_test_level_workspace_replaces_the_suites_keys(tmp_path: Path) -> None
     assert {k: r["status"] for k, r in results.items()} == {"suite": "passed", "own": "passed"}
     for case in ("suite", "own"):
         assert results[case]["graders"][0]["details"]["which"] == f"{case}\n"
+
+
+#: answers with its prompt, its arguments and the text of each file it was given
+ECHO_AGENT = """\
+import json, sys
+prompt = sys.stdin.read()
+files = sys.argv[1:]
+texts = [open(f).read() for f in files]
+print(json.dumps({"type": "final", "text": json.dumps({"prompt": prompt, "files": files,
+                                                       "texts": texts})}))
+"""
+
+
+@pytest.mark.parametrize("workspace", ["", "workspace: {template: tpl}"])
+def test_file_parts_reach_a_cli_agents_prompt_and_its_files_argument(
+    tmp_path: Path, workspace: str
+) -> None:
+    """AgentV's ``type: file`` parts: ``<file: path="...">`` in place in the prompt, and every
+    input file in ``{files}``; in a workspace's strict sandbox the files are bound in."""
+    _write(
+        tmp_path,
+        {
+            "inputs/brief.md": "Summarise the repo.\n",
+            "inputs/extra.txt": "extra\n",
+            "tpl/README.md": "hi\n",
+            "bin/agent.py": ECHO_AGENT,
+            "targets.yaml": f"targets:\n  - name: agent\n    kind: cli\n    transcript: jsonl\n"
+            f"    command: [{PY}, {tmp_path / 'bin' / 'agent.py'}, '{{files}}']\n",
+            "ws.eval.yaml": textwrap.dedent(
+                f"""\
+                target: agent
+                {workspace}
+                tests:
+                  - id: files
+                    input_files: [inputs/extra.txt]
+                    input:
+                      - role: user
+                        content:
+                          - {{type: text, value: Follow the brief}}
+                          - {{type: file, value: inputs/brief.md}}
+                    graders: [{{type: contains, value: Summarise}}]
+                """
+            ),
+        },
+    )
+    (result,) = _run(tmp_path / "ws.eval.yaml", targets=tmp_path / "targets.yaml")
+    assert result["status"] == "passed", result
+    seen = json.loads(result["output"])
+    brief, extra = (str((tmp_path / "inputs" / n).resolve()) for n in ("brief.md", "extra.txt"))
+    assert seen["prompt"] == f'Follow the brief\n<file: path="{brief}">'
+    assert seen["files"] == [brief, extra]
+    assert seen["texts"] == ["Summarise the repo.\n", "extra\n"]
+
+
+def test_a_missing_file_part_is_the_cases_error(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "bin/agent.py": ECHO_AGENT,
+            "targets.yaml": f"targets:\n  - name: agent\n    kind: cli\n    transcript: jsonl\n"
+            f"    command: [{PY}, {tmp_path / 'bin' / 'agent.py'}]\n",
+            "ws.eval.yaml": textwrap.dedent(
+                """\
+                target: agent
+                tests:
+                  - id: files
+                    input: [{role: user, content: [{type: file, value: gone.md}]}]
+                    graders: [{type: contains, value: x}]
+                """
+            ),
+        },
+    )
+    (result,) = _run(tmp_path / "ws.eval.yaml", targets=tmp_path / "targets.yaml")
+    assert result["status"] == "error"
+    assert "input file part gone.md: no such file" in result["error"]

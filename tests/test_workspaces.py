@@ -6,6 +6,7 @@ list, a unified diff and a path they may read."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -372,3 +373,18 @@ def test_a_missing_file_part_is_the_cases_error(tmp_path: Path) -> None:
     (result,) = _run(tmp_path / "ws.eval.yaml", targets=tmp_path / "targets.yaml")
     assert result["status"] == "error"
     assert "input file part gone.md: no such file" in result["error"]
+
+
+def test_the_worked_example_of_the_docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/agents.md, "Workspaces", "A worked example": its files written as the page shows
+    them, run from their folder, and the grader's reason as the page quotes it."""
+    text = (Path(__file__).parents[1] / "docs" / "agents.md").read_text(encoding="utf-8")
+    example = text[text.index("### A worked example", text.index("## Workspaces")) :]
+    for block in re.findall(r"```(?:python|yaml)\n# file: (\S+)\n(.*?)```", example, re.S):
+        _write(tmp_path, {block[0]: block[1]})
+    monkeypatch.chdir(tmp_path)
+    (result,) = _run(tmp_path / "fix.eval.yaml", targets=tmp_path / "targets.yaml")
+    assert result["status"] == "passed", result
+    quoted = re.search(r"grader's reason being\n`([^`]*)`", example)
+    assert quoted is not None
+    assert result["graders"][0]["reason"] == quoted.group(1)

@@ -16,6 +16,7 @@ import contextlib
 import os
 import shlex
 import signal
+from pathlib import Path
 from typing import Any
 
 from evalrun.errors import ConfigError
@@ -93,6 +94,8 @@ class CliTarget:
         argv = _with_files(
             [part.replace(PLACEHOLDER, prompt) for part in self.argv], list(place.files)
         )
+        if place.cwd is not None:
+            argv = _absolute(argv, Path(self.cwd or os.getcwd()))
         if place.wrap is not None:
             argv = place.wrap(argv)
         try:
@@ -159,6 +162,21 @@ class CliTarget:
 
     async def aclose(self) -> None:
         return None
+
+
+def _absolute(argv: list[str], base: Path) -> list[str]:
+    """Paths in argv that exist from ``base`` (the target's own ``cwd``, or where evalrun runs)
+    made absolute, since a case's agent runs in its workspace instead; a bare program name
+    stays a PATH lookup (docs/targets.md)."""
+    out = []
+    for index, part in enumerate(argv):
+        path_like = index > 0 or "/" in part or part.startswith(".")
+        candidate = base / part
+        if path_like and part and not Path(part).is_absolute() and candidate.exists():
+            out.append(str(candidate.resolve()))
+        else:
+            out.append(part)
+    return out
 
 
 def _with_files(argv: list[str], files: list[str]) -> list[str]:

@@ -92,7 +92,15 @@ def _from_environment(
     workdir = value.get("workdir")
     if not isinstance(workdir, str):
         raise AgentVProblem((*where, "workdir"), "a host environment needs 'workdir' (a folder)")
-    out["template"] = str((base / workdir).resolve())
+    folder_of = (base / workdir).resolve()
+    if not folder_of.is_dir() and value.get("setup") is not None:
+        reason = (
+            f"workdir {workdir} is made by the setup in place (evalrun copies an existing "
+            "folder into each case's workspace)"
+        )
+        warnings.append(((*where, "workdir"), f"{reason}; its cases will be errors"))
+        return {"unsupported": [reason]}
+    out["template"] = str(folder_of)
     setup = value.get("setup")
     if setup is not None:
         out["setup"] = [_script(setup, (*where, "setup"), None)]

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import evalrun
+from evalrun.session import EvalError
 from evalrun.spec.loader import EvalFileError, load_eval
 from evalrun.workspaces.changes import compare
 
@@ -388,3 +389,23 @@ def test_the_worked_example_of_the_docs(tmp_path: Path, monkeypatch: pytest.Monk
     quoted = re.search(r"grader's reason being\n`([^`]*)`", example)
     assert quoted is not None
     assert result["graders"][0]["reason"] == quoted.group(1)
+
+
+def test_a_missing_template_stops_the_run_before_anything_runs(tmp_path: Path) -> None:
+    eval_file = _project(
+        tmp_path,
+        """\
+        target: agent
+        workspace:
+          template: nowhere
+          required_commands: [no-such-program-xyz]
+        tests:
+          - {id: one, input: go, graders: [{name: diff, command: [python, grader.py]}]}
+        """,
+    )
+    with pytest.raises(EvalError) as raised:
+        _run(eval_file, targets=tmp_path / "targets.yaml")
+    problems = "\n".join(raised.value.problems)
+    assert "ws.eval.yaml:3: workspace.template: nowhere is not a folder" in problems
+    assert "workspace.required_commands: no-such-program-xyz is not on PATH" in problems
+    assert not (tmp_path / "out").exists()

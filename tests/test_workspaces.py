@@ -171,7 +171,11 @@ def test_the_workspace_is_removed_after_the_case_unless_kept(tmp_path: Path) -> 
     ("setup", "message"),
     [
         ("[sh, -c, 'echo cannot find fixture >&2; exit 4']", "exited with status 4: cannot find"),
-        ("[sleep, '30']", "no exit within 0.5s (process group killed)"),
+        pytest.param(
+            "[sleep, '30']",
+            "no exit within 0.5s (process group killed)",
+            marks=pytest.mark.slow,  # waits out its timeout
+        ),
         ("[no-such-program-xyz]", "cannot start 'no-such-program-xyz'"),
     ],
 )
@@ -200,6 +204,7 @@ def test_a_failed_setup_is_the_cases_error_and_teardown_still_runs(
     assert (tmp_path / "teardown.log").read_text() == "torn\n"
 
 
+@pytest.mark.slow  # a real run; the default run keeps the editing agent's
 def test_a_failed_teardown_makes_a_passing_case_an_error(tmp_path: Path) -> None:
     eval_file = _project(
         tmp_path,
@@ -228,6 +233,7 @@ def _git(folder: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+@pytest.mark.slow  # a real run; the default run keeps the editing agent's
 def test_a_local_git_repository_is_checked_out_at_its_ref(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     _write(repo, {"hello.txt": "hello\n", "src/calc.py": "def add(a, b):\n    return a + b\n"})
@@ -276,6 +282,7 @@ def test_a_remote_repository_is_refused_when_the_file_loads(tmp_path: Path) -> N
         load_eval(eval_file)
 
 
+@pytest.mark.slow  # a real run; the default run keeps the editing agent's
 def test_a_test_level_workspace_replaces_the_suites_keys(tmp_path: Path) -> None:
     eval_file = _project(
         tmp_path,
@@ -376,6 +383,7 @@ def test_a_missing_file_part_is_the_cases_error(tmp_path: Path) -> None:
     assert "input file part gone.md: no such file" in result["error"]
 
 
+@pytest.mark.slow  # a real run; the default run keeps the editing agent's
 def test_the_worked_example_of_the_docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/agents.md, "Workspaces", "A worked example": its files written as the page shows
     them, run from their folder, and the grader's reason as the page quotes it."""

@@ -50,7 +50,8 @@ def read(name):
 ok = "+def sub(a, b):" in diff and read("notes.md") == "done\\n"
 print(json.dumps({"score": 1.0 if ok else 0.0, "reason": "diff read",
                   "details": {"files": p["workspace_files"], "diff": diff, "notes": read("notes.md"),
-                              "which": read("which.txt"), "path": p["workspace_path"]}}))
+                              "which": read("which.txt"), "hook": read("hook.json"),
+                              "path": p["workspace_path"]}}))
 """
 
 
@@ -119,7 +120,7 @@ def test_an_agent_edits_its_workspace_and_graders_read_the_diff_and_the_files(
         workspace:
           template: tpl
           setup:
-            - command: [sh, -c, 'echo ready > setup.log']
+            - command: [sh, -c, 'cat > hook.json; echo "{{test_id}}" > setup.log']
           teardown:
             - command: [sh, -c, 'echo "$EVALRUN_WORKSPACE" >> ../../../teardown.log']
               cwd: .
@@ -134,7 +135,11 @@ def test_an_agent_edits_its_workspace_and_graders_read_the_diff_and_the_files(
     assert result["status"] == "passed", result
     details = result["graders"][0]["details"]
     # the setup's file is part of what the agent got, so it is listed but not in the diff
-    assert details["files"] == ["hello.txt", "notes.md", "setup.log", "src/calc.py"]
+    assert details["files"] == ["hello.txt", "hook.json", "notes.md", "setup.log", "src/calc.py"]
+    # a script gets AgentV's hook context on stdin and its names in its arguments
+    hook = json.loads(details["hook"])
+    assert hook["workspace_path"] == details["path"] and hook["test_id"] == "add-sub"
+    assert hook["case_input"] == "Add a sub function to src/calc.py"
     assert details["notes"] == "done\n"
     diff = details["diff"]
     assert "diff --git a/src/calc.py b/src/calc.py" in diff and "+def sub(a, b):" in diff

@@ -54,7 +54,7 @@ class RunWorkspaces:
             spec,
             self.plan.loaded.folder.resolve(),
             self._folder(),
-            ScriptContext(Path(), case.id, self._run_id, _input_text(case), case.metadata),
+            ScriptContext(case.id, self._run_id, _input_text(case), case.metadata),
             keep=self.plan.options.keep_workspaces,
         )
         graded: Graded | None = None

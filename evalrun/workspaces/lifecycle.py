@@ -48,13 +48,6 @@ class CaseWorkspace:
         holder = Path(tempfile.mkdtemp(prefix="case-", dir=self.root))
         self.path = holder / "workspace"
         self.path.mkdir()
-        self.context = ScriptContext(
-            self.path,
-            self.context.test_id,
-            self.context.eval_run_id,
-            self.context.case_input,
-            self.context.case_metadata,
-        )
         await asyncio.to_thread(fill, self.path, self.spec, self.eval_dir)
         for index, script in enumerate(self.spec.setup):
             try:
@@ -64,6 +57,7 @@ class CaseWorkspace:
                     timeout=script.timeout or SETUP_TIMEOUT_S,
                     eval_dir=self.eval_dir,
                     ctx=self.context,
+                    workspace=self.path,
                 )
             except ScriptFailed as exc:
                 raise WorkspaceError(str(exc)) from None
@@ -89,6 +83,7 @@ class CaseWorkspace:
                     timeout=script.timeout or TEARDOWN_TIMEOUT_S,
                     eval_dir=self.eval_dir,
                     ctx=self.context,
+                    workspace=self.path,
                 )
             except ScriptFailed as exc:
                 failures.append(str(exc))

@@ -28,18 +28,18 @@ class ScriptFailed(Exception):
 
 @dataclass(frozen=True)
 class ScriptContext:
-    """What a script is told: the names AgentV gives its workspace hooks."""
+    """What a script is told besides its workspace's path: the names AgentV gives its
+    workspace hooks."""
 
-    workspace_path: Path
     test_id: str
     eval_run_id: str
     case_input: str
     case_metadata: dict[str, Any]
 
-    def stdin(self) -> bytes:
+    def stdin(self, workspace: Path) -> bytes:
         return json.dumps(
             {
-                "workspace_path": str(self.workspace_path),
+                "workspace_path": str(workspace),
                 "test_id": self.test_id,
                 "eval_run_id": self.eval_run_id,
                 "case_input": self.case_input,
@@ -47,10 +47,10 @@ class ScriptContext:
             }
         ).encode()
 
-    def fill(self, part: str) -> str:
+    def fill(self, part: str, workspace: Path) -> str:
         """``{{workspace_path}}`` and the other names in one argument; unknown names stay."""
         values = {
-            "workspace_path": str(self.workspace_path),
+            "workspace_path": str(workspace),
             "test_id": self.test_id,
             "eval_run_id": self.eval_run_id,
             "case_input": self.case_input,
@@ -59,13 +59,15 @@ class ScriptContext:
         return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), part)
 
 
-def script_argv(script: WorkspaceScript, eval_dir: Path, ctx: ScriptContext) -> list[str]:
+def script_argv(
+    script: WorkspaceScript, eval_dir: Path, ctx: ScriptContext, workspace: Path
+) -> list[str]:
     """The argv to run: placeholders filled, relative paths that exist from the eval file's
     folder made absolute (as a grader's argv, docs/eval-files.md); a bare program name stays a
     PATH lookup."""
     out = []
     for index, part in enumerate(script.argv):
-        part = ctx.fill(part)
+        part = ctx.fill(part, workspace)
         candidate = eval_dir / part
         path_like = index > 0 or "/" in part or part.startswith(".")
         if path_like and not Path(part).is_absolute() and candidate.exists():
@@ -82,11 +84,13 @@ async def run_script(
     timeout: float,
     eval_dir: Path,
     ctx: ScriptContext,
+    workspace: Path,
 ) -> None:
-    """Run one script to its end; raise ``ScriptFailed`` unless it exits 0 in time."""
-    argv = script_argv(script, eval_dir, ctx)
-    cwd = ctx.workspace_path / ctx.fill(script.cwd) if script.cwd else ctx.workspace_path
-    env = {**os.environ, "EVALRUN_WORKSPACE": str(ctx.workspace_path)}
+    """Run one script to its end in ``workspace`` (or its ``cwd``); raise ``ScriptFailed``
+    unless it exits 0 in time."""
+    argv = script_argv(script, eval_dir, ctx, workspace)
+    cwd = workspace / ctx.fill(script.cwd, workspace) if script.cwd else workspace
+    env = {**os.environ, "EVALRUN_WORKSPACE": str(workspace)}
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -100,7 +104,7 @@ async def run_script(
     except OSError as exc:
         raise ScriptFailed(f"{label}: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
     try:
-        _, stderr = await asyncio.wait_for(process.communicate(ctx.stdin()), timeout)
+        _, stderr = await asyncio.wait_for(process.communicate(ctx.stdin(workspace)), timeout)
     except asyncio.TimeoutError:
         await _kill_group(process)
         raise ScriptFailed(f"{label}: no exit within {timeout:g}s (process group killed)") from None

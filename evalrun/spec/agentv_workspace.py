@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.spec.agentv_extras import AgentVProblem
-from evalrun.yamlsource import SourceError, load_yaml_with_lines
+from evalrun.yamlsource import LineMap, SourceError, load_yaml_with_lines
 
 Notes = list[tuple[tuple[Any, ...], str]]
 
@@ -40,25 +40,32 @@ def is_agentv_workspace(value: Any) -> bool:
     return agentv_repo or any(key in value for key in AGENTV_ONLY)
 
 
-def map_workspaces(data: Any, folder: Path, warnings: Notes) -> None:
+def map_workspaces(data: Any, folder: Path, warnings: Notes, lines: LineMap) -> None:
     """Rewrite the suite's and each test's AgentV workspace keys in place. A value that cannot
-    be mapped raises ``AgentVProblem`` at its key; what loads but cannot run is a warning."""
+    be mapped raises ``AgentVProblem`` at its key; what loads but cannot run is a warning.
+    ``lines`` learns where the new keys came from, so later errors name the recipe's line."""
     if not isinstance(data, dict):
         return
-    _map_one(data, (), folder, warnings)
+    _map_one(data, (), folder, warnings, lines)
     tests = data.get("tests")
     if isinstance(tests, list):
         for i, case in enumerate(tests):
             if isinstance(case, dict):
-                _map_one(case, ("tests", i), folder, warnings)
+                _map_one(case, ("tests", i), folder, warnings, lines)
 
 
-def _map_one(holder: dict[str, Any], at: tuple[Any, ...], folder: Path, warnings: Notes) -> None:
+def _map_one(
+    holder: dict[str, Any], at: tuple[Any, ...], folder: Path, warnings: Notes, lines: LineMap
+) -> None:
     env, ws = holder.get("environment"), holder.get("workspace")
     if env is not None and ws is not None:
         raise AgentVProblem((*at, "environment"), "give 'environment' or 'workspace', not both")
     if env is not None:
         holder["workspace"] = _from_environment(holder.pop("environment"), at, folder, warnings)
+        for new, old in (((), ()), (("template",), ("workdir",)), (("setup",), ("setup",))):
+            line = lines.get((*at, "environment", *old)) or lines.get((*at, "environment"))
+            if line is not None:
+                lines.setdefault((*at, "workspace", *new), line)
     elif is_agentv_workspace(ws):
         holder["workspace"] = _from_workspace(ws, (*at, "workspace"), folder, warnings)
 

@@ -131,7 +131,7 @@ def load_eval(path: Path) -> LoadedEval:
     agentv = agentv or is_agentv_workspace(data.get("workspace"))
     workspace_notes: Notes = []
     try:
-        map_workspaces(data, path.parent, workspace_notes)
+        map_workspaces(data, path.parent, workspace_notes, lines)
         data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None

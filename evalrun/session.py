@@ -99,6 +99,9 @@ class RunSettings(BaseModel):
         check_formats(value)  # its ValueError names the formats there are
         return list(dict.fromkeys(value))
 
+    #: leave each case's workspace in place (docs/agents.md, "Workspaces")
+    keep_workspaces: bool = False
+
     @classmethod
     def checked(cls, **options: object) -> RunSettings:
         """Settings from keyword arguments; a bad one raises :class:`EvalError` naming the
@@ -218,6 +221,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             otel=settings.otel,
             seed=settings.seed,
             report_formats=tuple(settings.format),
+            keep_workspaces=settings.keep_workspaces,
         )
         if replay is not None and not replay.is_file():
             raise ConfigError(f"--replay: no cassette at {replay}")

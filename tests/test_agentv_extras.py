@@ -68,8 +68,7 @@ AGENTV_FILE = """\
     version: 2
     tags: [smoke]
     governance: &gov {owner: qa}
-    environment: {image: node}
-    workspace: ./ws
+    workspace: {template: ./ws, isolation: shared}
     extensions: [x]
     evaluate_options: {max_concurrency: 2}
     input:
@@ -105,12 +104,11 @@ def test_agentv_suite_keys_and_graders_load(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setenv("AGENTV_EXTRAS_NAME", "Ada")
     loaded = load_eval(write(tmp_path, AGENTV_FILE))
     spec = loaded.spec
-    assert (spec.name, spec.version, spec.tags, spec.workspace) == (
-        "suite-name",
-        2,
-        ["smoke"],
-        "./ws",
-    )
+    assert (spec.name, spec.version, spec.tags) == ("suite-name", 2, ["smoke"])
+    # AgentV's workspace maps onto evalrun's (docs/agents.md, "AgentV's workspace keys")
+    assert spec.workspace is not None
+    assert spec.workspace.template == str((tmp_path / "ws").resolve())
+    assert any("workspace.isolation: every case gets a fresh" in w for w in loaded.warnings)
     assert spec.governance == {"owner": "qa"}
     one, two = loaded.tests
     # the suite's input goes before the test's own; {{ env.X }} is filled

@@ -61,11 +61,20 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.results": BASE | RECORDS,
     "evalrun.targets": BASE | {"evalrun.transcripts"},
     "proxy": BASE | RECORDS | {"evalrun.targets"},  # not results/: a later stage
-    "evalrun.launcher": BASE | RECORDS | FORMATS,
+    # a case's workspace: made from the eval file's keys, read by the launcher and the runner
+    "evalrun.workspaces": BASE | {"evalrun.spec"},
+    "evalrun.launcher": BASE | RECORDS | FORMATS | {"evalrun.workspaces"},
     "evalrun.runner": BASE
     | RECORDS
     | FORMATS
-    | {"evalrun.rubric", "evalrun.launcher", "proxy", "evalrun.targets", "evalrun.telemetry"},
+    | {
+        "evalrun.rubric",
+        "evalrun.launcher",
+        "proxy",
+        "evalrun.targets",
+        "evalrun.telemetry",
+        "evalrun.workspaces",
+    },
     "evalrun.calibration": BASE | RECORDS | FORMATS,
     "evalrun.reporters": BASE | RECORDS | FORMATS,
     # reads bundles as the reports do, and reuses their view of one (bundle_view, compare)

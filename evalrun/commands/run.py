@@ -189,6 +189,11 @@ def run(
         help="Reports written into the bundle: md, html, junit, json or agentv (AgentV's result "
         "layout); repeatable (default md+html+junit).",
     ),
+    keep_workspaces: bool = typer.Option(
+        False,
+        "--keep-workspaces",
+        help="Leave each case's workspace in place; results say where (docs/agents.md).",
+    ),
     verbose: bool = typer.Option(
         False,
         "--verbose",
@@ -225,6 +230,7 @@ def run(
         otel=otel,
         seed=seed,
         format=format_,
+        keep_workspaces=keep_workspaces,
     )
     problems: list[str] = []
     paths = list(_eval_files(files or [], problems))

@@ -25,6 +25,7 @@ from evalrun.results.agentv_scoring import AGENTV_THRESHOLD
 from evalrun.results.models import GraderOutcome, ProxyUsage
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.transcripts import Transcript
+from evalrun.workspaces import FinalWorkspace
 
 
 @dataclass
@@ -72,13 +73,16 @@ async def launch_grader(
     ctx: LaunchContext,
     attempt: int = 0,
     transcript: Transcript | None = None,
+    workspace: FinalWorkspace | None = None,
 ) -> GraderRun:
     """Grade ``output`` with one grader: in-process for a check, else a child process (or a
-    stream-mode worker) with its own proxy grant (the SDK's ``run_grader`` is the other end)."""
+    stream-mode worker) with its own proxy grant (the SDK's ``run_grader`` is the other end).
+    A per-process grader of a case with a ``workspace`` may read it (docs/agents.md)."""
     if spec.kind.in_process:
         return GraderRun(run_deterministic(spec, output, transcript, case.expected_messages))
     access = spec.access
-    payload = payload_for(grader_wire(spec, ctx), case, spec, output, attempt, transcript)
+    wire = grader_wire(spec, ctx)
+    payload = payload_for(wire, case, spec, output, attempt, transcript, workspace)
     cwd = ctx.eval_dir / spec.cwd if spec.cwd else ctx.eval_dir
     grant: IssuedGrant | None = None
     proxy: GrantIssuer[Any] | None = None
@@ -92,7 +96,8 @@ async def launch_grader(
             case_id=case.id,
         )
     try:
-        outcome = await _launch(spec, payload, cwd, ctx, proxy, grant)
+        readable = [workspace.path] if workspace is not None else []
+        outcome = await _launch(spec, payload, cwd, ctx, proxy, grant, readable)
     finally:
         if grant is not None and proxy is not None:
             proxy.revoke(grant)
@@ -132,6 +137,7 @@ async def _launch(
     ctx: LaunchContext,
     proxy: GrantIssuer[Any] | None,
     grant: IssuedGrant | None,
+    readable: list[Path],
 ) -> ProcessOutcome:
     """Run the case in a served worker or in a process of its own; the grant lives meanwhile."""
     sandbox = ctx.sandbox.for_grader(spec.sandbox)
@@ -169,7 +175,7 @@ async def _launch(
             route=route,
         )
         return await pool.run(case_line(payload, per_case), spec.timeout)
-    argv = sandbox.wrap(command, cwd, route)
+    argv = sandbox.wrap(command, cwd, route, readable)
     env = {
         **grader_environment(secret_names=ctx.secret_names, allow=spec.env),
         **ctx.run_env,

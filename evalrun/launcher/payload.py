@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from evalrun.spec.models import GraderSpec, Message, TestCase, ToolCall
 from evalrun.transcripts import Transcript
+from evalrun.workspaces import FinalWorkspace
 
 PROTOCOL = "evalrun.grader/1"
 
@@ -60,9 +61,11 @@ def build_payload(
     output: str | None,
     attempt: int = 0,
     transcript: Transcript | None = None,
+    workspace: FinalWorkspace | None = None,
 ) -> dict[str, Any]:
     """``transcript``: what the agent did, shown as ``messages``, ``trace`` and AgentV's
-    trace fields (docs/grader-protocol.md, docs/agents.md)."""
+    trace fields (docs/grader-protocol.md, docs/agents.md); ``workspace``: the case's
+    workspace after the agent (docs/agents.md, "What graders get from a workspace")."""
     inputs = case.input_messages
     expected = case.expected_messages
     messages = _conversation(inputs, output, transcript)
@@ -87,6 +90,9 @@ def build_payload(
         "token_usage": transcript.usage.to_dict() if transcript and transcript.usage else None,
         "cost_usd": transcript.cost_usd if transcript else None,
         "duration_ms": transcript.duration_ms if transcript else None,
+        "workspace_path": str(workspace.path) if workspace else None,
+        "workspace_files": workspace.files if workspace else None,
+        "file_changes": workspace.diff if workspace else None,
     }
 
 
@@ -95,6 +101,7 @@ def build_agentv_payload(
     grader: GraderSpec,
     output: str | None,
     transcript: Transcript | None = None,
+    workspace: FinalWorkspace | None = None,
 ) -> dict[str, Any]:
     """The keys AgentV's script graders get, and no other (docs/grader-protocol.md, "Payload
     generations"): AgentV's Python helper refuses ``reference_answer``, and AgentV sends null
@@ -116,8 +123,8 @@ def build_agentv_payload(
         "duration_ms": transcript.duration_ms if transcript else None,
         "start_time": None,
         "end_time": None,
-        "file_changes": None,
-        "workspace_path": None,
+        "file_changes": workspace.diff if workspace else None,
+        "workspace_path": str(workspace.path) if workspace else None,
         "config": grader.config or None,
     }
 
@@ -129,11 +136,12 @@ def payload_for(
     output: str | None,
     attempt: int = 0,
     transcript: Transcript | None = None,
+    workspace: FinalWorkspace | None = None,
 ) -> dict[str, Any]:
     """The payload of generation ``wire``."""
     if wire == "agentv":
-        return build_agentv_payload(case, grader, output, transcript)
-    return build_payload(case, grader, output, attempt, transcript)
+        return build_agentv_payload(case, grader, output, transcript, workspace)
+    return build_payload(case, grader, output, attempt, transcript, workspace)
 
 
 def _conversation(

@@ -173,17 +173,25 @@ class Sandbox:
     #: more bwrap binds for ``strict`` (flag, path), such as the bytecode folder (bytecode.py)
     binds: tuple[tuple[str, Path], ...] = ()
 
-    def wrap(self, argv: Sequence[str], cwd: Path, proxy: ProxyRoute | None = None) -> list[str]:
+    def wrap(
+        self,
+        argv: Sequence[str],
+        cwd: Path,
+        proxy: ProxyRoute | None = None,
+        readable: Sequence[Path] = (),
+    ) -> list[str]:
         """``cwd`` is the grader's own folder: its working folder, except in ``strict``, where it
-        is read-only and the grader works in a private scratch folder instead."""
+        is read-only and the grader works in a private scratch folder instead. ``readable``
+        folders (a case's workspace, docs/agents.md) are bound in read-only over the masks."""
         if self.level == "none" or shutil.which(argv[0]) is None:
             # A program that cannot be found is left for the launcher to report as usual.
             return list(argv)
         bwrap = shutil.which("bwrap") or "bwrap"
         command = list(argv)
+        shown_over = [a for path in readable for a in ("--ro-bind", str(path), str(path))]
         if self.level != "strict":
             args = [bwrap, *_namespace_args(), "--dev-bind", "/", "/", "--proc", "/proc"]
-            return [*args, *self._masks(), "--chdir", str(cwd), "--", *command]
+            return [*args, *self._masks(), *shown_over, "--chdir", str(cwd), "--", *command]
         hidden = _hidden_folders()
         base = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-net"]
         args = [bwrap, *_namespace_args(), *base]
@@ -194,6 +202,7 @@ class Sandbox:
         args += self._masks()
         for flag, path in self.binds:  # after the hidden folders: a bind may sit below one
             args += [flag, str(path), str(path)]
+        args += shown_over
         private = tempfile.mkdtemp(dir=self.scratch)
         args += ["--bind", private, private, "--setenv", "TMPDIR", private]
         if proxy is not None:
@@ -265,3 +274,39 @@ def resolve_policy(
     masks = tuple(dict.fromkeys(Path(p).resolve() for p in own))
     strict = default == "strict" or "strict" in explicit
     return SandboxPolicy(default=default, masked=masks, notice=notice, isolates_network=strict)
+
+
+def agent_wrap(
+    level: Level,
+    argv: Sequence[str],
+    workspace: Path,
+    masked: Sequence[Path],
+    readable: Sequence[Path] = (),
+) -> list[str]:
+    """An agent's argv in its sandbox (docs/agents.md, "The agent's sandbox"): its workspace
+    writable and its working folder, ``readable`` (its input files) read-only, ``masked`` (the
+    run's files, every other workspace) hidden. ``strict``: the rest of the file system
+    read-only, ``/tmp`` and ``/run`` private and empty, the host's Unix sockets masked; the
+    network stays, since an agent reaches its model through it. ``process``: the file system as
+    the user has it, minus the masks. Both: a PID namespace, so nothing the agent starts
+    outlives it."""
+    if level == "none" or shutil.which(argv[0]) is None:
+        return list(argv)  # a program that cannot be found is reported by the target
+    bwrap = shutil.which("bwrap") or "bwrap"
+    masks = Sandbox(level, tuple(masked))._masks()
+    own = ["--bind", str(workspace), str(workspace)]
+    own += [a for path in readable for a in ("--ro-bind", str(path), str(path))]
+    if level == "process":
+        args = [bwrap, *_namespace_args(), "--dev-bind", "/", "/", "--proc", "/proc"]
+        return [*args, *masks, *own, "--chdir", str(workspace), "--", *argv]
+    hidden = _hidden_folders()
+    args = [bwrap, *_namespace_args(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += [a for folder in hidden for a in ("--tmpfs", str(folder))]
+    shown = _shown_again(workspace, argv, hidden)
+    for path in shown:
+        args += ["--ro-bind", str(path), str(path)]
+    args += [*masks, *own]
+    for path in _listening_unix_sockets():
+        if _visible(path, masked, shown, hidden):
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(workspace), "--", *argv]

@@ -11,8 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalrun.results.bundle import RESULTS, SUMMARY
 from evalrun.results.agentv_scoring import AGENTV_THRESHOLD
+from evalrun.results.bundle import RESULTS, SUMMARY
 from evalrun.results.models import CaseResult, CaseTimings, CaseUsage, GraderOutcome, Status
 
 INDEX = "index.jsonl"

@@ -19,6 +19,7 @@ from evalrun.judgecall import JudgeCall
 from evalrun.launcher.environment import agentv_run_variables
 from evalrun.launcher.launch import GraderRun, LaunchContext, launch_grader
 from evalrun.launcher.pools import GraderPools
+from evalrun.launcher.sandbox import private_root
 from evalrun.results.agentv_scoring import agentv_case, required_minimum
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
@@ -26,6 +27,7 @@ from evalrun.runner.conversation import conversation_id, converse
 from evalrun.runner.plan import RunPlan
 from evalrun.runner.simulated_user import SimulatedUser
 from evalrun.runner.tooluse import tool_use_for
+from evalrun.runner.workspace_step import RunWorkspaces
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import (
@@ -36,6 +38,8 @@ from evalrun.targets import (
     run_tool_loop,
 )
 from evalrun.transcripts import Transcript
+from evalrun.workspaces import CaseWorkspace, FinalWorkspace
+from evalrun.workspaces.inputs import agent_text
 
 if TYPE_CHECKING:
     from proxy import JudgeProxy
@@ -58,6 +62,7 @@ class CaseGrader:
         self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
         self._pools = GraderPools(plan.options.workers)
+        self._workspaces = RunWorkspaces(plan, lambda: self._agent_masks())
         self._ctx = LaunchContext(
             eval_dir=plan.loaded.folder.resolve(),
             judge=plan.judge_name,
@@ -75,7 +80,26 @@ class CaseGrader:
         )
 
     async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
-        """Answer one case with the target and run its graders: always one result."""
+        """Answer one case with the target and run its graders: always one result. A case
+        with a workspace is graded inside it (docs/agents.md, "Workspaces")."""
+        spec = self._workspaces.spec_for(case)
+        if spec is None:
+            return await self._grade(case, repeat, None)
+
+        def failed(error: str) -> CaseResult:
+            result = CaseResult(
+                id=case.id, status="error", repeat=repeat, target=self.plan.target_name
+            )
+            result.line, result.error = case.line, error
+            return result
+
+        return await self._workspaces.around(
+            case, spec, failed, lambda workspace: self._grade(case, repeat, workspace)
+        )
+
+    async def _grade(
+        self, case: TestCase, repeat: int, workspace: CaseWorkspace | None
+    ) -> tuple[CaseResult, list[JudgeCall]]:
         started = time.monotonic()
         target_name = self.plan.target_name
         result = CaseResult(
@@ -84,9 +108,9 @@ class CaseGrader:
         result.conversation_id = conversation_id(case)
         calls: list[JudgeCall] = []
         if case.multi_turn:
-            return await self._converse(case, repeat, result, started)
+            return await self._converse(case, repeat, result, started, workspace)
         try:
-            output, target_ms, usage, repaired, transcript = await self._answer(case)
+            output, target_ms, usage, repaired, transcript = await self._answer(case, workspace)
             result.output = output
             result.transcript = transcript.to_dict() if transcript else None
             if repaired:
@@ -100,9 +124,10 @@ class CaseGrader:
                 result.usage.target = _target_usage(exc.spent)
             result.timings.total_ms = _since(started)
             return result, calls
+        final = await workspace.final() if workspace is not None else None
         try:
             runs = await self._run_graders(
-                self.plan.graders_for(case), case, output, transcript, repeat
+                self.plan.graders_for(case), case, output, transcript, repeat, final
             )
         except Exception as exc:  # a bug of ours must still leave one result for the case
             result.error = f"internal error while grading: {type(exc).__name__}: {exc}"
@@ -135,12 +160,13 @@ class CaseGrader:
         output: str | None,
         transcript: Transcript | None,
         repeat: int,
+        workspace: FinalWorkspace | None = None,
     ) -> list[GraderRun]:
         return list(
             await asyncio.gather(
                 *(
                     self.telemetry.grader(
-                        launch_grader(g, case, output, self._ctx, repeat, transcript)
+                        launch_grader(g, case, output, self._ctx, repeat, transcript, workspace)
                     )
                     for g in graders
                 )
@@ -148,9 +174,20 @@ class CaseGrader:
         )
 
     async def _converse(
-        self, case: TestCase, repeat: int, result: CaseResult, started: float
+        self,
+        case: TestCase,
+        repeat: int,
+        result: CaseResult,
+        started: float,
+        workspace: CaseWorkspace | None,
     ) -> tuple[CaseResult, list[JudgeCall]]:
-        """A multi-turn test, turn by turn (``conversation.py``): always one result."""
+        """A multi-turn test, turn by turn (``conversation.py``): always one result; an agent
+        with a workspace answers every turn in it."""
+
+        async def answer(
+            turn: TestCase,
+        ) -> tuple[str | None, float, TargetUsage | None, int, Transcript | None]:
+            return await self._answer(turn, workspace)
 
         async def grade(
             graders: list[GraderSpec], seen: TestCase, output: str | None, t: Transcript | None
@@ -167,7 +204,7 @@ class CaseGrader:
             calls = await converse(
                 case,
                 result,
-                answer=self._answer,
+                answer=answer,
                 grade=grade,
                 score=self._score,
                 conversation_graders=self.plan.graders_for(case),
@@ -186,7 +223,8 @@ class CaseGrader:
         return result, calls
 
     async def aclose(self) -> None:
-        """Stop the stream-mode graders and the proxy."""
+        """Stop the stream-mode graders and the proxy; remove the run's workspaces."""
+        self._workspaces.close()
         await self._pools.close()
         if self._proxy is not None:
             await self._proxy.stop()
@@ -211,6 +249,14 @@ class CaseGrader:
                 self._proxy = proxy
             return self._proxy
 
+    def _agent_masks(self) -> tuple[Path, ...]:
+        """What an agent's sandbox hides: what graders' sandboxes hide, and the run's own files
+        even when no grader runs as a process (docs/agents.md, "The agent's sandbox")."""
+        options = self.plan.options
+        own = (options.out, options.stores.cache_dir, options.stores.record, self.plan.targets_path)
+        paths = [*self._ctx.sandbox.masked, private_root(), *(p for p in own if p is not None)]
+        return tuple(dict.fromkeys(Path(p).resolve() for p in paths))
+
     def _prebuild(self, name: str) -> None:
         """Build a target off the loop: its provider's imports (httpx and its kin, ~0.1-0.2 s)
         then overlap the graders' start instead of holding up the first judge call. A target
@@ -229,10 +275,11 @@ class CaseGrader:
         return case_score(graders)
 
     async def _answer(
-        self, case: TestCase
+        self, case: TestCase, workspace: CaseWorkspace | None = None
     ) -> tuple[str | None, float, TargetUsage | None, int, Transcript | None]:
         """The answer, its latency, usage, how many lone surrogates were repaired in it, and
-        the agent's transcript when the target reads one (docs/agents.md)."""
+        the agent's transcript when the target reads one (docs/agents.md); a ``cli`` agent
+        runs in the case's workspace and reads its input files (docs/agents.md)."""
         if case.output is not None:
             messages = as_messages(case.output, "assistant")
             texts = [m.text() for m in messages if m.role == "assistant" and m.text()]
@@ -240,14 +287,20 @@ class CaseGrader:
         target_name = self.plan.target_name
         assert target_name is not None
         target = self.plan.pool.get(target_name)
+        place = self._workspaces.place(case, workspace, getattr(target, "kind", ""))
+        folder = self.plan.loaded.folder.resolve()
         system = [m.text() for m in case.input_messages if m.role == "system"]
         request = CompletionRequest(
             messages=[
-                {"role": m.role, "content": m.text()}
+                {
+                    "role": m.role,
+                    "content": agent_text(m, folder) if place is not None else m.text(),
+                }
                 for m in case.input_messages
                 if m.role != "system"
             ],
             system_prompt="\n\n".join(system) or None,
+            agent=place,
         )
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt

@@ -43,3 +43,5 @@ class RunOptions:
     otel: bool = False
     #: bootstrap seed of the score interval (``--seed``; docs/config.md "Randomness")
     seed: int = RUN_SEED
+    #: leave each case's workspace in place after the case (docs/agents.md, "Workspaces")
+    keep_workspaces: bool = False

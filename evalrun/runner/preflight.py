@@ -19,6 +19,7 @@ from evalrun.launcher.environment import own_python
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
 from evalrun.spec.tools import ToolSpec
+from evalrun.spec.workspace import WorkspaceSpec
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
     ConfigError,
@@ -29,6 +30,7 @@ from evalrun.targets import (
     kinds,
     missing_extra,
 )
+from evalrun.workspaces.checks import workspace_problems
 
 #: Programs people usually start graders with; a misspelt one gets "did you mean".
 USUAL_PROGRAMS = ("python", "python3", "node", "bun", "deno", "bash", "sh", "npx", "uv", "ruby")
@@ -107,7 +109,21 @@ def check_eval(
     problems += _check_graders(loaded, survey, env)
     problems += _check_tools(loaded, survey, targets, target, env)
     problems += _check_rubric(loaded)
+    problems += _check_workspaces(loaded)
     return list(dict.fromkeys(problems))
+
+
+def _check_workspaces(loaded: LoadedEval) -> list[str]:
+    """The suite's workspace and those of the tests listed in the file (docs/agents.md)."""
+    holders: list[tuple[tuple[Any, ...], WorkspaceSpec | None]] = [((), loaded.spec.workspace)]
+    if isinstance(loaded.spec.tests, list):
+        holders += [(("tests", i), case.workspace) for i, case in enumerate(loaded.spec.tests)]
+    return [
+        f"{loaded.where((*at, 'workspace', *key))}: {message}"
+        for at, spec in holders
+        if spec is not None
+        for key, message in workspace_problems(spec, loaded.folder)
+    ]
 
 
 def _check_targets(

@@ -36,14 +36,14 @@ class AgentVProblem(UserError, ValueError):
         self.message = message
 
 
-#: Top-level keys only AgentV files have (evalrun keeps them: models.py, EvalFile).
+#: Top-level keys only AgentV files have (evalrun keeps them: models.py, EvalFile). Both
+#: spell ``workspace``: AgentV's spelling is told apart by agentv_workspace.py.
 AGENTV_SUITE_KEYS = (
     "name",
     "version",
     "tags",
     "governance",
     "environment",
-    "workspace",
     "extensions",
     "evaluate_options",
     "input",

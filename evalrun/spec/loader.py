@@ -25,6 +25,7 @@ from evalrun.spec.agentv_extras import (
 )
 from evalrun.spec.agentv_options import apply_threshold, resolve_graders, take_suite_options
 from evalrun.spec.agentv_sources import SourceProblem, read_sources
+from evalrun.spec.agentv_workspace import is_agentv_workspace, map_workspaces
 from evalrun.spec.datasets import (
     HF,
     CsvRows,
@@ -135,8 +136,11 @@ def load_eval(path: Path) -> LoadedEval:
     notes: Notes = []
     data = normalize_eval(data, lines, notes)
     agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
+    agentv = agentv or is_agentv_workspace(data.get("workspace"))
+    workspace_notes: Notes = []
     try:
         resolve_graders(data, lines, path.parent, options.notes)
+        map_workspaces(data, path.parent, workspace_notes, lines)
         data = normalize_suite(data, lines, path.parent, agentv=agentv)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
@@ -150,6 +154,7 @@ def load_eval(path: Path) -> LoadedEval:
         *_located_list(path, skipped, lines),
         *warnings,
     ]
+    warnings += _located_list(path, workspace_notes, lines)
     loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
     loaded.agentv = agentv
     return loaded

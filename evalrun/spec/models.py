@@ -20,6 +20,7 @@ from pydantic import (
 
 from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
 from evalrun.spec.tools import MaxTurns, Tools
+from evalrun.spec.workspace import WorkspaceSpec
 from evalrun.transcripts.options import option_problem
 
 
@@ -277,6 +278,8 @@ class TestCase(BaseModel):
     #: tools offered to a model target, with their mocked results (docs/agents.md)
     tools: Tools = Field(default_factory=list)
     max_turns: MaxTurns = None
+    #: this test's workspace keys, over the suite's (docs/agents.md, "Workspaces")
+    workspace: WorkspaceSpec | None = None
     #: Where the case is in its file: the line it starts on and its index among the tests
     #: (set by the loader; not keys of the file).
     _line: int | None = PrivateAttr(default=None)
@@ -392,13 +395,14 @@ class EvalFile(BaseModel):
     max_turns: MaxTurns = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     # AgentV's suite keys, kept as they are; none changes what a run does
-    # (docs/eval-files.md, "AgentV files" says why each is ignored).
+    # (docs/eval-files.md, "AgentV files" says why each is ignored), but ``workspace``.
     name: str | None = None
     version: str | int | float | None = None
     tags: list[str] = Field(default_factory=list)
     governance: dict[str, Any] = Field(default_factory=dict)
-    environment: Any = None
-    workspace: Any = None
+    #: every case's workspace (docs/agents.md, "Workspaces"); AgentV's ``workspace`` and
+    #: ``environment`` are mapped onto it (agentv_workspace.py)
+    workspace: WorkspaceSpec | None = None
     extensions: Any = None
     evaluate_options: dict[str, Any] = Field(default_factory=dict)
 

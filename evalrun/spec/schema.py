@@ -66,6 +66,17 @@ _CONVERSATION = {"$ref": "#/$defs/TestCase/properties/input"}
 _FILE_REF = {"type": "string", "pattern": "^file://"}
 
 
+#: evalrun's workspace, or AgentV's (a mapping with its keys, or a workspace file's path)
+_WORKSPACE = {
+    "anyOf": [{"$ref": "#/$defs/WorkspaceSpec"}, {"type": "string"}, _ANY_OBJECT, {"type": "null"}],
+    "description": "The case's workspace (docs/agents.md, Workspaces); AgentV's spelling too",
+}
+_ENVIRONMENT = {
+    "anyOf": [{"type": "string"}, _ANY_OBJECT],
+    "description": "AgentV: the testbed recipe (type: host, workdir, setup), or file://PATH",
+}
+
+
 def eval_json_schema() -> dict[str, Any]:
     schema = EvalFile.model_json_schema(by_alias=True)
     defs = schema["$defs"]
@@ -128,6 +139,10 @@ def eval_json_schema() -> dict[str, Any]:
     _tests_take_file_refs(props["tests"])
     for key in ("graders", "assertions", "evaluators"):
         props[key]["items"] = _ASSERTIONS["items"]
+    defs["WorkspaceSpec"]["properties"].pop("unsupported")  # set by the AgentV mapping only
+    for holder in (props, defs["TestCase"]["properties"]):
+        holder["workspace"] = _WORKSPACE
+        holder["environment"] = _ENVIRONMENT
     schema.pop("required", None)
     schema["anyOf"] = [{"required": [k]} for k in ("tests", "eval_cases", "evalcases", "scenarios")]
     return published(

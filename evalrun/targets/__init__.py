@@ -14,6 +14,7 @@ import evalrun.targets.providers  # noqa: F401
 from evalrun.errors import ConfigError  # raised by the targets; defined with the others
 from evalrun.targets.base import (
     OPTION_FIELDS,
+    AgentPlace,
     CompletionRequest,
     CompletionResponse,
     RefusedField,
@@ -40,6 +41,7 @@ from evalrun.targets.toolloop import ToolLoopError, run_tool_loop
 from evalrun.targets.toolmocks import MockedResult, MockTool, Toolbox
 
 __all__ = [
+    "AgentPlace",
     "CompletionRequest",
     "CompletionResponse",
     "ConfigError",

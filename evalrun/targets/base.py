@@ -6,7 +6,9 @@ provider only through ``Target.complete``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from evalrun.errors import EvalrunError
@@ -60,6 +62,17 @@ _OWN_FIELDS = frozenset(
 OPTION_FIELDS = CHAT_FIELDS - _OWN_FIELDS
 
 
+@dataclass(frozen=True)
+class AgentPlace:
+    """Where a ``cli`` agent runs for one case (docs/agents.md, "Workspaces"): its working
+    folder (the case's workspace, or None for the target's own), ``wrap`` puts its argv in the
+    agent's sandbox, and ``files`` are the input files the case gives it (``{files}``)."""
+
+    cwd: Path | None = None
+    wrap: Callable[[list[str]], list[str]] | None = None
+    files: tuple[str, ...] = ()
+
+
 @dataclass
 class CompletionRequest:
     """A provider-neutral chat request.
@@ -84,6 +97,8 @@ class CompletionRequest:
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    #: set for a case's agent only; no part of the cache key (``cli`` answers are not cached)
+    agent: AgentPlace | None = None
 
     def __post_init__(self) -> None:
         """Refuse an option that is not one of OpenAI's request fields, whoever built it."""

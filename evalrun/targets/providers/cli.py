@@ -2,7 +2,9 @@
 
 The command is an argv list run without a shell. An element containing ``{prompt}`` gets the
 prompt substituted into it (still one argument); without a placeholder the prompt goes on stdin.
-The program runs in its own process group so a timeout kills everything it started. With
+An argument that is exactly ``{files}`` becomes the case's input files, one argument each. With a
+case's workspace it runs there, in the agent's sandbox (docs/agents.md, "Workspaces"). The
+program runs in its own process group so a timeout kills everything it started. With
 ``transcript:`` its stdout is an agent's JSON stream, read into a transcript whose final answer
 is the answer (docs/agents.md).
 """
@@ -14,10 +16,12 @@ import contextlib
 import os
 import shlex
 import signal
+from pathlib import Path
 from typing import Any
 
 from evalrun.errors import ConfigError
 from evalrun.targets.base import (
+    AgentPlace,
     CompletionRequest,
     CompletionResponse,
     TargetError,
@@ -28,6 +32,8 @@ from evalrun.targets.config import TargetConfig
 from evalrun.transcripts import FORMATS, Transcript, TranscriptError, read_transcript
 
 PLACEHOLDER = "{prompt}"
+#: an argument that is exactly this becomes one argument per input file of the case
+FILES = "{files}"
 _STDERR_TAIL = 1000
 _REAP_TIMEOUT_S = 5.0
 
@@ -84,14 +90,21 @@ class CliTarget:
 
     async def complete(self, request: CompletionRequest) -> CompletionResponse:
         prompt = request.prompt_text
-        argv = [part.replace(PLACEHOLDER, prompt) for part in self.argv]
+        place = request.agent or AgentPlace()
+        argv = _with_files(
+            [part.replace(PLACEHOLDER, prompt) for part in self.argv], list(place.files)
+        )
+        if place.cwd is not None:
+            argv = _absolute(argv, Path(self.cwd or os.getcwd()))
+        if place.wrap is not None:
+            argv = place.wrap(argv)
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.PIPE if self.uses_stdin else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                cwd=self.cwd,
+                cwd=str(place.cwd) if place.cwd is not None else self.cwd,
                 env=self.env,
                 start_new_session=True,
             )
@@ -149,6 +162,30 @@ class CliTarget:
 
     async def aclose(self) -> None:
         return None
+
+
+def _absolute(argv: list[str], base: Path) -> list[str]:
+    """Paths in argv that exist from ``base`` (the target's own ``cwd``, or where evalrun runs)
+    made absolute, since a case's agent runs in its workspace instead; a bare program name
+    stays a PATH lookup (docs/targets.md)."""
+    out = []
+    for index, part in enumerate(argv):
+        path_like = index > 0 or "/" in part or part.startswith(".")
+        candidate = base / part
+        if path_like and part and not Path(part).is_absolute() and candidate.exists():
+            out.append(str(candidate.resolve()))
+        else:
+            out.append(part)
+    return out
+
+
+def _with_files(argv: list[str], files: list[str]) -> list[str]:
+    """``{files}`` (a whole argument) expanded to the case's input files' absolute paths, one
+    argument each, none when it has none (AgentV's ``{FILES}``; docs/agents.md)."""
+    out: list[str] = []
+    for part in argv:
+        out += files if part == FILES else [part]
+    return out
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

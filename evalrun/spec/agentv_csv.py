@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import UserError
+
 #: the shorthand's types (``not-`` negates any); ``starts-with`` gets a threshold of 0.75 when
 #: it names none, as AgentV gives it; ``latency`` and ``cost`` have no evalrun grader
 _TYPES = (
@@ -33,7 +35,7 @@ _LISTED = ("contains-any", "contains-all", "icontains-any", "icontains-all")
 _SHORTHAND = re.compile(r"^((?:not-)?[a-z][a-z0-9-]*)(?:\((\d+(?:\.\d+)?)\))?(?::([\s\S]*))?$")
 
 
-class CsvProblem(ValueError):
+class CsvProblem(UserError, ValueError):
     """A row or column AgentV's CSV reading would refuse, or one evalrun cannot run."""
 
 

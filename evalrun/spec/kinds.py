@@ -77,8 +77,8 @@ KINDS: dict[str, GraderKind] = {
         GraderKind("trajectory:tool-used", "check"),
         GraderKind("trajectory:tool-sequence", "check"),
         GraderKind("trajectory:tool-args-match", "check"),
-        GraderKind("field-accuracy", "check"),
         GraderKind("trajectory:step-count", "check"),
+        GraderKind("field-accuracy", "check"),
         _builtin("task-completion"),
         # AgentV's goal judge: task-completion with the goal as its done-criteria
         GraderKind("trajectory:goal-success", "builtin", module="graders.task_completion"),

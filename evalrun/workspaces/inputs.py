@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import EvalrunError
 from evalrun.spec.models import Message, TestCase
 
 
-class MissingInputFile(Exception):
+class MissingInputFile(EvalrunError):
     """A file part names a file that is not there."""
 
 

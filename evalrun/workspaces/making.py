@@ -9,6 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from evalrun.errors import EvalrunError
 from evalrun.spec.workspace import RepoSource, WorkspaceSpec
 
 #: git may read local repositories only (no fetch of a submodule or alternate over a network)
@@ -16,7 +17,7 @@ _GIT_ENV = {"GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}
 _GIT_TIMEOUT_S = 300
 
 
-class WorkspaceError(Exception):
+class WorkspaceError(EvalrunError):
     """The workspace could not be made; the message names the key at fault."""
 
 

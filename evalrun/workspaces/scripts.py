@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.errors import EvalrunError
 from evalrun.spec.workspace import WorkspaceScript
 
 #: how much of a failed script's stderr its error keeps (the end, where the reason usually is)
@@ -21,7 +22,7 @@ STDERR_TAIL = 2000
 _PLACEHOLDER = re.compile(r"\{\{\s*(\w+)\s*\}\}")
 
 
-class ScriptFailed(Exception):
+class ScriptFailed(EvalrunError):
     """A setup or teardown script failed, timed out or could not start; the message says which
     and ends with its stderr's tail."""
 

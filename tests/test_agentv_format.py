@@ -50,6 +50,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[int, list[
     return out
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(("old", "new"), PAIRS)
 def test_both_generations_run_to_the_same_results(runs, old: str, new: str) -> None:
     assert runs[old] == runs[new]
@@ -292,6 +293,7 @@ def test_the_schema_accepts_every_example_and_agentv_fixture() -> None:
         assert errors == [], path
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(
     "doc",
     [
@@ -316,6 +318,7 @@ def test_the_targets_schema_accepts_the_shipped_targets_files() -> None:
     assert list(validator.iter_errors({"targets": [{"kind": "mock"}]}))  # no name
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(("name", "args"), [("eval", ()), ("targets", ("--targets",))])
 def test_the_committed_schemas_are_what_the_cli_prints(name: str, args: tuple[str, ...]) -> None:
     committed = json.loads((ROOT / "docs" / "schemas" / f"{name}.schema.json").read_text())

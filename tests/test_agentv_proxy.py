@@ -182,6 +182,7 @@ async def agentv_client(env: dict[str, str], generation: str, request: Any, rout
     return json.loads(out)
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @node
 @pytest.mark.parametrize("generation", ["4x", "current"])
 def test_an_agentv_style_client_reads_evalrun_errors_as_text(generation: str) -> None:

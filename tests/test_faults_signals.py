@@ -148,6 +148,7 @@ time.sleep(30)  # ignores the end of input: the run waits its 1 s close grace fo
 """
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize("slow_case", [False, True])
 def test_a_signal_while_the_run_closes_still_leaves_a_whole_bundle(
     tmp_path: Path, slow_case: bool

@@ -72,6 +72,7 @@ def no_local_extra(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 def test_local_without_extra_stops_before_the_run_with_the_install_hint(tmp_path, no_local_extra):
     out = tmp_path / "bundle"
     run = run_cli(EXAMPLE, "--target", "local", "--out", str(out), env=no_local_extra)

@@ -281,6 +281,7 @@ def check_cli(folder: Path, eval_text: str, targets_text: str, command: str = "v
     return result
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @FUZZ
 @given(text=mutated(EVAL))
 def test_a_mutated_eval_file_is_accepted_or_refused_at_its_line(

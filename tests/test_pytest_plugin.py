@@ -96,6 +96,7 @@ def test_the_plugin_imports_nothing_of_evalrun_until_asked() -> None:
     assert shown.stdout.strip() == loaded, shown.stderr
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 def test_each_case_is_a_test_with_its_reason(tmp_path: Path) -> None:
     (tmp_path / "grader.py").write_text(textwrap.dedent(COUNTING_GRADER))
     (tmp_path / "c.eval.yaml").write_text(eval_text(("fr", "Paris"), ("de", "Bonn")))
@@ -138,6 +139,7 @@ def test_evalrun_paths_collects_only_what_it_names(tmp_path: Path) -> None:
     assert "left" not in ran.stdout
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 def test_under_xdist_each_file_runs_once(tmp_path: Path) -> None:
     pytest.importorskip("xdist")
     (tmp_path / "grader.py").write_text(textwrap.dedent(COUNTING_GRADER))

@@ -460,6 +460,7 @@ def test_python_and_js_graders_agree_on_the_examples(case: dict[str, Any]) -> No
     assert js["details"] == py["details"]
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
 @pytest.mark.parametrize(
     ("grant", "proxy_budget", "per_tool_call"),
@@ -591,6 +592,7 @@ def run_eval(name: str, out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line]
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(
     ("name", "expected"),
     [

@@ -199,6 +199,7 @@ def test_resume_skips_finished_cases(tmp_path):
     assert summary["counts"]["total"] == 3
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 def test_resume_keeps_every_earlier_line_and_judge_call(tmp_path):
     """--resume appends: the finished cases' lines and judge calls stay as they were, and a line
     torn by a crash (kill -9 mid-write) costs only its own case, which is graded again."""

@@ -44,6 +44,7 @@ def _listed(project: Path, *args: str) -> list[dict]:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 def test_two_runs_are_listed_newest_first(project: Path) -> None:
     first = run_cli("demo.eval.yaml", "--quiet", cwd=project)
     second = run_cli("demo.eval.yaml", "--quiet", "--out", "second", cwd=project)

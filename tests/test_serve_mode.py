@@ -212,6 +212,7 @@ def test_any_executable_can_serve_and_a_garbled_answer_errors_only_its_case(tmp_
     assert "not {nonce, exit, result}" in by_id["garbled"]["reason"]
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize("mode", ["serve", "process"])
 def test_the_builtin_example_scores_the_same_in_both_modes(tmp_path, mode):
     source = (ROOT / "evals" / "contextual-precision.eval.yaml").read_text()

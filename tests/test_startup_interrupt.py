@@ -60,6 +60,7 @@ def _module(line: str) -> str | None:
 SCRIPT = Path(sys.executable).parent / "evalrun"
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(("marker", "before_command"), POINTS)
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(
     tmp_path: Path, marker: str | None, before_command: bool

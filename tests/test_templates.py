@@ -134,6 +134,7 @@ def test_only_agentv_templates_render_and_raw_keeps_braces(tmp_path: Path) -> No
     assert load_eval(own).tests[0].input == "What does {{ 7 * 7 }} print? {% if %}"
 
 
+@pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(
     ("body", "expected"),
     [

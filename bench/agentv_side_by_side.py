@@ -315,6 +315,11 @@ def compare(agentv: list[CaseOutcome], ours: list[CaseOutcome]) -> list[Differen
 
 
 def same(theirs: CaseOutcome, mine: CaseOutcome) -> bool:
+    """Equal pass/fail and score. A case neither tool could run agrees: AgentV records it as an
+    ``execution_error`` with score 0, evalrun as an ``error`` with no score (docs/eval-files.md,
+    "Side by side with AgentV")."""
+    if theirs.detail.startswith("execution_error") and mine.detail.startswith("error"):
+        return not theirs.passed and not mine.passed
     if theirs.passed != mine.passed:
         return False
     if theirs.score is None or mine.score is None:

@@ -27,7 +27,7 @@ DOCUMENTED_SCRIPT_DIFFERENCES = {
     "examples/contract/evals/script-grader-contract.eval.yaml script-grader-stdin-payload "
     "script-grader-payload-contract: agentv 0 evalrun 0.875",
     "examples/features/readme-quickstart/evals/my-eval.eval.yaml fizzbuzz script: "
-    "agentv 0 evalrun None",
+    "agentv 0 evalrun missing",
 }
 
 
@@ -50,13 +50,21 @@ def test_the_comparison_counts_a_lost_case_and_a_score_difference() -> None:
         side.CaseOutcome("f.yaml", "a", True, 1.0, ""),
         side.CaseOutcome("f.yaml", "b", False, 0.5, ""),
         side.CaseOutcome("f.yaml", "c", False, 0.0, ""),
+        side.CaseOutcome("f.yaml", "d", False, 0.0, "execution_error: no repo"),
+        side.CaseOutcome("f.yaml", "e", False, 0.0, "quality_failure: x=0"),
     ]
     mine = [
         side.CaseOutcome("f.yaml", "a", True, 1.0, ""),
         side.CaseOutcome("f.yaml", "b", False, 0.75, ""),
+        side.CaseOutcome("f.yaml", "d", False, None, "error: "),  # neither could run it
+        side.CaseOutcome("f.yaml", "e", False, None, "error: "),  # AgentV ran it: differs
     ]
     differences = side.compare(theirs, mine)
-    assert [(d.agentv.id, d.evalrun) for d in differences] == [("b", mine[1]), ("c", None)]
+    assert [(d.agentv.id, d.evalrun) for d in differences] == [
+        ("b", mine[1]),
+        ("c", None),
+        ("e", mine[3]),
+    ]
 
 
 def documented_differences() -> set[tuple[str, str]]:
@@ -89,10 +97,5 @@ def test_agentvs_script_graders_score_as_under_agentv(comparison: side.Compariso
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue #34's bar (95% of cases as AgentV) is not met yet: the cases that differ "
-    "are listed with their reasons in docs/eval-files.md",
-)
 def test_evalrun_agrees_with_agentv_on_95_percent_of_cases(comparison: side.Comparison) -> None:
     assert comparison.meets_bar(), comparison.report()

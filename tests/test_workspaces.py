@@ -422,3 +422,32 @@ def test_a_missing_template_stops_the_run_before_anything_runs(tmp_path: Path) -
     assert "ws.eval.yaml:3: workspace.template: nowhere is not a folder" in problems
     assert "workspace.required_commands: no-such-program-xyz is not on PATH" in problems
     assert not (tmp_path / "out").exists()
+
+
+FILES_GRADER = """\
+import json, sys
+payload = json.load(sys.stdin)
+files = payload.get("workspace_files") or []
+print(json.dumps({"score": 1.0 if "hello.txt" in files else 0.0, "details": {"files": files}}))
+"""
+
+
+def test_a_model_target_answers_beside_the_workspace_its_graders_read(tmp_path: Path) -> None:
+    """A model does not work in a folder, so it answers as without one; the case still gets
+    its workspace for the graders, as AgentV does (docs/agents.md, "Workspaces")."""
+    eval_file = _project(
+        tmp_path,
+        """\
+        target: mock
+        workspace: {template: tpl}
+        tests:
+          - id: beside
+            input: Say hello
+            graders:
+              - {name: files, command: [python, files.py]}
+        """,
+    )
+    (tmp_path / "files.py").write_text(FILES_GRADER)
+    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    assert result["status"] == "passed", result
+    assert "hello.txt" in result["graders"][0]["details"]["files"]

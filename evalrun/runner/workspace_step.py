@@ -78,14 +78,10 @@ class RunWorkspaces:
     def place(
         self, case: TestCase, workspace: CaseWorkspace | None, kind: str
     ) -> AgentPlace | None:
-        """Where the target runs: None for a target that is not a ``cli`` agent (an error when
-        the case has a workspace: only a program can work in a folder)."""
+        """Where the target runs: None for a target that is not a ``cli`` agent. A model target
+        answers as it would without a workspace, which its graders still get, as AgentV does
+        (docs/agents.md, "Workspaces")."""
         if kind != "cli":
-            if workspace is not None:
-                raise TargetError(
-                    f"workspace: target kind '{kind}' cannot work in a workspace; "
-                    "a cli agent can (docs/agents.md)"
-                )
             return None
         try:
             files = tuple(str(p) for p in input_files(case, self.plan.loaded.folder.resolve()))

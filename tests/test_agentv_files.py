@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evalrun.spec.loader import load_eval
 
 
@@ -52,6 +54,45 @@ def test_a_file_part_is_read_and_the_parts_joined_as_agentv_joins_them(tmp_path:
     assert tests[1].input_messages[-1].text() == f"Look:\n{tagged}"
     # a file evalrun cannot read stays a part as written (AgentV also looks elsewhere)
     assert tests[2].input_messages[-1].text() == "Hi"
+
+
+def test_a_file_part_is_looked_for_in_each_folder_up_to_the_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV resolves ``../shared/x.md`` from the eval file's folder and each folder above it,
+    up to the repository's root; not above it (docs/eval-files.md, "AgentV files")."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "examples" / "shared").mkdir(parents=True)
+    (repo / "examples" / "shared" / "x.md").write_text("found\n", encoding="utf-8")
+    (tmp_path / "outside.md").write_text("secret\n", encoding="utf-8")
+    evals = repo / "examples" / "suite" / "evals"
+    evals.mkdir(parents=True)
+    monkeypatch.chdir(evals)
+    path = write(
+        evals,
+        "providers: [sut]\n"
+        "prompts: ['{{ input }}']\n"
+        "tests:\n"
+        "  - id: up\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content: [{type: text, value: Read}, {type: file, value: ../shared/x.md}]\n"
+        "  - id: above-the-repository\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content: [{type: text, value: Read}, {type: file, value: outside.md}]\n",
+    )
+    tests = load_eval(path).spec.tests
+    assert isinstance(tests, list)
+    assert tests[0].input_messages[-1].text() == (
+        'Read\n\n<file path="../shared/x.md">\nfound\n</file>'
+    )
+    assert tests[1].input_messages[-1].text() == "Read"  # the repository is the boundary
 
 
 def test_a_plain_llm_rubric_with_no_value_is_skipped_with_a_warning(tmp_path: Path) -> None:

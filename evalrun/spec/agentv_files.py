@@ -56,8 +56,22 @@ def _shown(part: dict[str, Any], folder: Path) -> str | None:
     name = part.get("value", part.get("path"))
     if not isinstance(name, str) or not name:
         return None
-    try:
-        text = (folder / name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return f'<file path="{name}">\n{text.strip()}\n</file>'
+    for base in search_roots(folder):
+        try:
+            text = (base / name.lstrip("/\\")).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        return f'<file path="{name}">\n{text.strip()}\n</file>'
+    return None
+
+
+def search_roots(folder: Path) -> list[Path]:
+    """Where AgentV looks for a file part's path, in order: the eval file's folder and each
+    folder above it up to the repository's root (the nearest folder with ``.git``), then the
+    working folder (docs/eval-files.md, "AgentV files"). Without a repository above, only the
+    eval file's folder and the working folder."""
+    folder = folder.resolve()
+    chain = [folder, *folder.parents]
+    top = next((i for i, d in enumerate(chain) if (d / ".git").exists()), None)
+    roots = chain[: top + 1] if top is not None else [folder]
+    return list(dict.fromkeys([*roots, Path.cwd()]))

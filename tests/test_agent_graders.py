@@ -378,6 +378,7 @@ def test_the_worked_example_of_the_docs(tmp_path: Path) -> None:
     target's ``python`` made this interpreter), run, and every grader as the page's table says."""
     text = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
     example = text[text.index("### A worked example") :]
+    example = example.split("\n## ", 1)[0]  # the section, not the ones after it
     blocks = re.findall(r"```(?:json|yaml)\n(.*?)```", example, re.S)
     run_jsonl, targets, eval_file = blocks
     (tmp_path / "run.jsonl").write_text(run_jsonl)

@@ -449,8 +449,9 @@ def _print_matrix(console: Any, rows: list[CaseResult], total: int, summary: dic
     from rich.text import Text
 
     from evalrun.results.matrix import build_matrix
+    from evalrun.results.summary import RunMeta
 
-    matrix = build_matrix(rows, summary.get("matrix") or ())
+    matrix = build_matrix(rows, RunMeta.from_dict(summary).column_order())
     table = Table()
     table.add_column("case")
     repeats = any(c.repeat for c in rows)
@@ -475,10 +476,11 @@ def _print_matrix(console: Any, rows: list[CaseResult], total: int, summary: dic
         console.print(f"… and {total - len(rows)} more results (all: report.md, report.html)")
     repeat = summary.get("repeat") or 1
     for column in summary.get("columns") or ():
-        name = printable(str(column.get("target")))
+        name = printable(str(column.get("column") or column.get("target")))
         line = _stats_line({**column, "repeat": repeat}, 0)
         console.print(Text(f"{name}: {line}"), highlight=False, soft_wrap=True)
-    line = f"all {len(matrix.columns)} targets: {_stats_line(summary, total, 'cell')}"
+    word = "columns" if summary.get("prompts") else "targets"
+    line = f"all {len(matrix.columns)} {word}: {_stats_line(summary, total, 'cell')}"
     if summary.get("missing"):
         line += f" · [bold red]{summary['missing']} not recorded[/]"
     if summary.get("interrupted"):

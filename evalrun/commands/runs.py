@@ -17,13 +17,16 @@ def runs(
     eval_name: str | None = typer.Option(
         None, "--eval", metavar="NAME", help="Only runs of this eval (its name or its file)."
     ),
+    target: str | None = typer.Option(
+        None, "--target", metavar="NAME", help="Only runs that graded this target."
+    ),
     limit: int = typer.Option(20, "--limit", min=1, help="At most this many runs."),
     as_json: bool = typer.Option(False, "--json", help="Print the rows as a JSON array."),
     index: Path = typer.Option(DEFAULT_INDEX, "--index", metavar="PATH", help="The index to read."),
 ) -> None:
     """List past runs from the run index (.evalrun/index.sqlite), newest first."""
     try:
-        found = list_runs(index, eval_name=eval_name, limit=limit)
+        found = list_runs(index, eval_name=eval_name, target=target, limit=limit)
     except sqlite3.Error as exc:
         raise fail(f"{index}: cannot read the run index ({exc})") from None
     if as_json:
@@ -31,6 +34,7 @@ def runs(
         return
     if not found:
         which = f" of {printable(eval_name)}" if eval_name else ""
+        which += f" with target {printable(target)}" if target else ""
         typer.echo(f"no runs{which} recorded in {printable(str(index))}")
         return
     for run in found:

@@ -58,7 +58,7 @@ class CaseView(Protocol):
 
 
 def case_label(case: CaseResult, repeats: RepeatStats | None, matrix: bool = False) -> str:
-    """The case id, with its target in a matrix run (docs/results.md, "A matrix run") and the
+    """The case id, with its column in a matrix run (docs/results.md, "A matrix run") and the
     repeat index when the run has repeats."""
     label = cell_label(case, 2 if matrix else 1)
     return f"{label} [repeat {case.repeat}]" if repeats else label
@@ -170,7 +170,7 @@ class BundleView:
 
     @property
     def matrix(self) -> bool:
-        """Whether the results span several targets (docs/results.md, "A matrix run")."""
+        """Whether the results span several columns (docs/results.md, "A matrix run")."""
         return self.stats.matrix
 
     def grid(self) -> Matrix:
@@ -178,7 +178,7 @@ class BundleView:
         (brief: what a cell shows), holding at most ``MATRIX_ROWS`` rows; read once, as
         every report of the view shows it."""
         if self._grid is None:
-            order = [c.target for c in self.stats.columns]
+            order = [c.name for c in self.stats.columns]
             brief = self.read_at(self.index.offsets(), brief=True)
             self._grid = build_matrix(brief, order, max_rows=MATRIX_ROWS)
         return self._grid
@@ -244,7 +244,7 @@ def load_bundle(
     if scan is None:
         scan = scan_results(run_dir, by_case=(meta.repeat or 1) > 1)
     run = scan.stats.build(
-        unstable_bound=unstable_bound, seed=run_seed(meta), order=meta.matrix or ()
+        unstable_bound=unstable_bound, seed=run_seed(meta), order=meta.column_order()
     )
     if meta.repeat is None:
         meta.repeat = run.max_repeat + 1

@@ -143,7 +143,8 @@ def _status(statuses: list[str]) -> str:
 
 def case_scores(cases: Iterable[CaseResult], matrix: bool = False) -> dict[str, CaseScores]:
     """Each case's status and score, its repeats averaged; in a matrix run each cell is a case,
-    named ``id @ target``, so two matrix runs pair cell by cell (docs/reports.md)."""
+    named ``id @ column`` (its target and prompt variant), so two matrix runs pair cell by cell
+    (docs/reports.md)."""
     grouped: dict[str, list[CaseResult]] = {}
     columns = 2 if matrix else 1
     for case in cases:

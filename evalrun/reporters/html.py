@@ -130,6 +130,7 @@ def _run_section(view: BundleView) -> str:
         state += " (interrupted)"
     items = [
         ("Targets", ", ".join(s.matrix)) if s.matrix else ("Target", s.target),
+        ("Prompts", ", ".join(s.prompts) if s.prompts else None),
         ("Judge", s.judge),
         ("Started", s.started_at),
         ("Finished", s.finished_at),
@@ -146,20 +147,21 @@ def _run_section(view: BundleView) -> str:
 
 def _matrix_section(view: BundleView) -> str:
     """A matrix run (docs/results.md, "A matrix run"): a card of counts, mean and pass rate
-    per target, then a row per case with each target's status and score, problem rows
-    first."""
+    per column (target, or target × prompt variant), then a row per case with each column's
+    status and score, problem rows first."""
     if not view.matrix:
         return ""
     seed = view.stats.seed
+    word = "column" if view.meta.prompts else "target"
     header = [
-        _th("Target", "text"),
+        _th(word.capitalize(), "text"),
         _th("Results", "num"),
         *(_th(status, "num") for status in STATUSES),
         _th("Mean score", "num"),
         _th("Pass rate", "num"),
     ]
     rows = [
-        f"<tr><td>{_breakable(c.target)}</td>{_td_num(c.counts.total, str(c.counts.total))}"
+        f"<tr><td>{_breakable(c.name)}</td>{_td_num(c.counts.total, str(c.counts.total))}"
         + "".join(_td_num(c.counts.of(s), str(c.counts.of(s))) for s in STATUSES)
         + _td_num(
             c.mean_score, fmt.interval(fmt.score(c.mean_score), c.mean_score_ci(seed), fmt.score)
@@ -198,8 +200,8 @@ def _matrix_section(view: BundleView) -> str:
         else ""
     )
     return (
-        f'<section id="matrix"><h2>Matrix: {len(grid.rows) + grid.more} cases × {len(grid.columns)} targets</h2>'
-        f"{matrix}{more}<h3>Per target</h3>{columns}</section>"
+        f'<section id="matrix"><h2>Matrix: {len(grid.rows) + grid.more} cases × '
+        f"{len(grid.columns)} {word}s</h2>{matrix}{more}<h3>Per {word}</h3>{columns}</section>"
     )
 
 

@@ -24,8 +24,10 @@ def _head(view: BundleView) -> dict[str, Any]:
         "repeat_stats": run.repeats.to_dict() if run.repeats else None,
         "judge_calls": view.judge_stats,
     }
-    if view.matrix:  # a run of one target keeps the keys it always had
+    if view.matrix:  # a run of one column keeps the keys it always had
         head["run"]["matrix"] = view.meta.matrix
+        if view.meta.prompts:
+            head["run"]["prompts"] = view.meta.prompts
         head["matrix"] = view.grid().to_dict()
     return head
 
@@ -34,6 +36,7 @@ def _failure(case: CaseResult, matrix: bool) -> dict[str, Any]:
     return {
         "id": case.id,
         **({"target": case.target} if matrix else {}),
+        **({"prompt": case.prompt} if case.prompt is not None else {}),
         "repeat": case.repeat,
         "status": case.status,
         "score": case.score,

@@ -69,6 +69,7 @@ def _run_lines(view: BundleView) -> list[str]:
     targets = ", ".join(s.matrix) if s.matrix else s.target
     rows = [
         ["Targets" if s.matrix else "Target", cell(targets or "–")],
+        *([["Prompts", cell(", ".join(s.prompts))]] if s.prompts else []),
         ["Judge", cell(s.judge or "–")],
         ["Started", cell(s.started_at or "–")],
         ["Duration", fmt.seconds(s.duration_s)],
@@ -108,13 +109,13 @@ def _summary_lines(view: BundleView) -> list[str]:
 
 
 def _matrix_lines(view: BundleView) -> list[str]:
-    """A matrix run: a summary per target, then a row per case with each target's status and
-    score, problem rows first (docs/results.md, "A matrix run")."""
+    """A matrix run: a summary per column (target, or target × prompt variant), then a row per
+    case with each column's status and score, problem rows first (docs/results.md, "A matrix run")."""
     if not view.matrix:
         return []
     columns = [
         [
-            cell(c.target),
+            cell(c.name),
             str(c.counts.total),
             str(c.counts.passed),
             str(c.counts.failed),
@@ -125,8 +126,9 @@ def _matrix_lines(view: BundleView) -> list[str]:
         ]
         for c in view.stats.columns
     ]
-    header = ["Target", "Results", "Passed", "Failed", "Error", "Unscored", "Mean score"]
-    lines = ["## Targets", "", *_table([*header, "Pass rate"], columns, "lrrrrrrr")]
+    word = "Column" if view.meta.prompts else "Target"
+    header = [word, "Results", "Passed", "Failed", "Error", "Unscored", "Mean score"]
+    lines = [f"## {word}s", "", *_table([*header, "Pass rate"], columns, "lrrrrrrr")]
     grid = view.grid()
     repeats = view.repeats is not None
     rows = []

@@ -107,6 +107,7 @@ def merged_meta(metas: list[RunMeta], warnings: list[str]) -> RunMeta:
         target=_first(m.target for m in metas),
         judge=_first(m.judge for m in metas),
         matrix=_first(m.matrix for m in metas),
+        prompts=_first(m.prompts for m in metas),
         threshold=_first(m.threshold for m in metas),
         max_errors=_first(m.max_errors for m in metas),
         seed=_first(m.seed for m in metas),
@@ -180,10 +181,11 @@ def merge_bundles(
     overlaps = []
     for shard in shards:
         for case in shard.cases:
-            key = result_key(case)  # a matrix run's cells: (id, target, repeat)
+            key = result_key(case)  # a matrix run's cells: (id, target × prompt, repeat)
             if key in owner:
                 overlaps.append(
-                    f"{cell_label(case, 2 if shard.meta.matrix else 1)} (repeat {case.repeat}) "
+                    f"{cell_label(case, 2 if shard.meta.matrix or shard.meta.prompts else 1)} "
+                    f"(repeat {case.repeat}) "
                     f"in {owner[key]} and {shard.path}"
                 )
             owner[key] = shard.path

@@ -18,6 +18,8 @@ from evalrun.sqlitewal import BUSY_TIMEOUT_S, open_wal
 
 #: Where a run records itself, relative to the folder it runs in (beside .evalrun/runs).
 DEFAULT_INDEX = Path(".evalrun/index.sqlite")
+#: Between a matrix run's targets in its row (docs/runs.md).
+TARGETS_JOIN = ", "
 #: How long ``git rev-parse HEAD`` may take before a run records no commit.
 GIT_TIMEOUT_S = 2.0
 
@@ -95,6 +97,11 @@ class IndexedRun:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def targets(self) -> list[str]:
+        """Each target the run graded: a matrix run's are listed as ``local, mock``."""
+        return [name for name in (self.target or "").split(TARGETS_JOIN) if name]
+
 
 _COLUMNS = [name for name in IndexedRun.__dataclass_fields__ if name != "id"]
 
@@ -102,7 +109,7 @@ _COLUMNS = [name for name in IndexedRun.__dataclass_fields__ if name != "id"]
 def _matrix_targets(matrix: Any) -> str | None:
     """A matrix run's targets as the index lists them: ``local, mock`` (docs/runs.md)."""
     if isinstance(matrix, list) and matrix and all(isinstance(t, str) for t in matrix):
-        return ", ".join(matrix)
+        return TARGETS_JOIN.join(matrix)
     return None
 
 
@@ -138,10 +145,15 @@ def record(index: Path, run: IndexedRun) -> None:
 
 
 def list_runs(
-    index: Path, *, eval_name: str | None = None, limit: int | None = None
+    index: Path,
+    *,
+    eval_name: str | None = None,
+    target: str | None = None,
+    limit: int | None = None,
 ) -> list[IndexedRun]:
     """Runs newest first (start time, then the order they were recorded); ``eval_name``
-    matches the eval's name or its file path. An index that does not exist holds no runs."""
+    matches the eval's name or its file path, ``target`` any one target a run graded. An
+    index that does not exist holds no runs."""
     if not index.is_file():
         return []
     db = sqlite3.connect(index, timeout=BUSY_TIMEOUT_S)
@@ -152,10 +164,13 @@ def list_runs(
             query += " WHERE eval = ? OR eval_file = ?"
             params += [eval_name, str(Path(eval_name).resolve())]
         query += " ORDER BY started_at DESC, id DESC"
-        if limit is not None:
+        if limit is not None and target is None:
             query += " LIMIT ?"
             params.append(limit)
         rows = db.execute(query, params).fetchall()
     finally:
         db.close()
-    return [IndexedRun(**dict(zip(["id", *_COLUMNS], row, strict=True))) for row in rows]
+    runs = [IndexedRun(**dict(zip(["id", *_COLUMNS], row, strict=True))) for row in rows]
+    if target is not None:  # a matrix run's row holds its targets in one field
+        runs = [run for run in runs if target in run.targets][:limit]
+    return runs

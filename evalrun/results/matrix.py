@@ -1,9 +1,10 @@
-"""The targets-by-cases matrix of a run (docs/results.md, "A matrix run"): which column and
+"""The cases-by-columns matrix of a run (docs/results.md, "A matrix run"): which column and
 which cell a result belongs to.
 
-A run with several targets writes one result line per (case, target, repeat) into one bundle;
-the line's ``target`` names its column. Every reader takes the column from here, so the
-summary, the reports, ``compare``, ``merge`` and ``evalrun view`` agree on it.
+A run with several targets or prompt variants writes one result line per (case, target,
+prompt, repeat) into one bundle; the line's ``target`` and ``prompt`` name its column. Every
+reader takes the column from here, so the summary, the reports, ``compare``, ``merge`` and
+``evalrun view`` agree on it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,29 @@ from typing import Any
 from evalrun.results.models import CaseResult
 
 
+#: Between a column's target and its prompt variant: ``local × concise``.
+PROMPT_JOIN = " × "
+
+
+def column_name(target: str | None, prompt: str | None) -> str:
+    """A column's name: the target's ("" when the run named none), joined to the prompt
+    variant's id when there is one."""
+    name = "" if target is None else str(target)
+    if prompt is None:
+        return name
+    return f"{name}{PROMPT_JOIN}{prompt}" if name else str(prompt)
+
+
 def column_of(case: CaseResult) -> str:
-    """The column a result belongs to: its target's name ("" when the run named none)."""
-    return "" if case.target is None else str(case.target)
+    """The column a result belongs to: its target and its prompt variant, if any."""
+    return column_name(case.target, case.prompt)
+
+
+def column_names(targets: Sequence[str | None], prompts: Sequence[str] | None) -> list[str]:
+    """The columns of a run, in order: each target's prompt variants side by side."""
+    return [
+        column_name(target, prompt) for target in targets for prompt in (prompts or [None])
+    ]
 
 
 def cell_label(case: CaseResult, columns: int) -> str:

@@ -201,6 +201,9 @@ class CaseResult:
     #: AgentV's ``conversation_id``: the conversation this case is part of, a label several
     #: cases may share (docs/agents.md); the line has no key when there is none
     conversation_id: str | None = None
+    #: the prompt variant this result is of, in a run with prompt variants only: with the
+    #: target it names the matrix column (docs/results.md, "A matrix run")
+    prompt: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view sharing the result's lists and dicts: written out at once, it needs
@@ -213,6 +216,8 @@ class CaseResult:
             del out["transcript"]
         if self.conversation_id is None:
             del out["conversation_id"]
+        if self.prompt is None:
+            del out["prompt"]
         return out
 
     def slim(self) -> CaseResult:
@@ -241,6 +246,7 @@ class CaseResult:
             repeat=self.repeat,
             usage=self.usage,
             line=self.line,
+            prompt=self.prompt,
         )
 
     @classmethod

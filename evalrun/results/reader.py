@@ -41,6 +41,7 @@ def _brief_result(data: Any) -> CaseResult:
         output=data.get("output"),
         repeat=data.get("repeat") or 0,
         target=data.get("target"),
+        prompt=data.get("prompt"),
         timings=CaseTimings.from_dict(data.get("timings")),
         line=data.get("line"),
         graders=[

@@ -20,7 +20,13 @@ from typing import Any
 
 from evalrun.errors import ExitCode
 from evalrun.results import stats
-from evalrun.results.matrix import cell_label, column_of, column_order
+from evalrun.results.matrix import (
+    cell_label,
+    column_name,
+    column_names,
+    column_of,
+    column_order,
+)
 from evalrun.results.models import STATUSES, CaseResult, GraderOutcome, Status
 
 DEFAULT_UNSTABLE_BOUND = 0.15
@@ -57,6 +63,9 @@ class RunMeta:
     #: a matrix run's targets, in column order; written only when there are several (then
     #: ``target`` is None: docs/results.md, "A matrix run")
     matrix: list[str] | None = None
+    #: the prompt variants' ids, in column order; written only in a run with prompt variants
+    #: (docs/results.md, "A matrix run")
+    prompts: list[str] | None = None
     #: every other key, as written (targets, write_error, warnings, merged_from, ...)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -78,6 +87,10 @@ class RunMeta:
         extra = {k: v for k, v in data.items() if k not in known and k not in STATS_KEYS}
         return cls(**known, extra=extra)
 
+    def column_order(self) -> list[str]:
+        """The matrix's columns as the run named them: each target by each prompt variant."""
+        return column_names(self.matrix or [self.target], self.prompts)
+
 
 #: Keys of summary.json that come from the run, not from the cases: always written.
 RUN_KEYS = (
@@ -94,7 +107,16 @@ RUN_KEYS = (
     "exit_code",
     "repeat",
 )
-_SOMETIMES = ("eval_file", "tests_file", "missing", "max_errors", "shard", "seed", "matrix")
+_SOMETIMES = (
+    "eval_file",
+    "tests_file",
+    "missing",
+    "max_errors",
+    "shard",
+    "seed",
+    "matrix",
+    "prompts",
+)
 #: Keys of summary.json that :meth:`RunStats.to_dict` and ``repeat_stats`` fill.
 STATS_KEYS = frozenset(
     {"counts", "cases", "mean_score", "median_score", "pass_rate", "graders", "usage"}
@@ -111,13 +133,14 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_errors": (int,),
     "seed": (int,),
     "matrix": (list,),
+    "prompts": (list,),
 }
 
 
 def _typed(key: str, value: Any) -> Any:
     if value is None or key == "shard":
         return value
-    if key == "matrix":
+    if key in ("matrix", "prompts"):
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
         return value if ok else None
     types = _TYPES.get(key, (str,))
@@ -127,8 +150,9 @@ def _typed(key: str, value: Any) -> Any:
 
 
 def result_key(case: CaseResult) -> tuple[str, str, int]:
-    """What identifies one result line: the case id, its matrix column (the target: one
-    column in a run of one target) and the repeat index (docs/results.md)."""
+    """What identifies one result line: the case id, its matrix column (the target and the
+    prompt variant: one column in a run of one target without variants) and the repeat index
+    (docs/results.md)."""
     return (str(case.id), column_of(case), int(case.repeat or 0))
 
 
@@ -376,8 +400,15 @@ class ColumnStats:
     summary.json, docs/results.md "A matrix run"), the same statistics as the run's."""
 
     target: str
+    #: the column's prompt variant, in a run with prompt variants only
+    prompt: str | None = None
     counts: Counts = field(default_factory=Counts)
     scores: array[float] = field(default_factory=lambda: array("d"))
+
+    @property
+    def name(self) -> str:
+        """The column's name, as cell labels and the reports' column heads show it."""
+        return column_name(self.target or None, self.prompt)
 
     @property
     def mean_score(self) -> float | None:
@@ -399,6 +430,8 @@ class ColumnStats:
     def to_dict(self, seed: int = stats.RUN_SEED) -> dict[str, Any]:
         return {
             "target": self.target,
+            # a column of a prompt variant names it, and the name its cells are labelled with
+            **({"prompt": self.prompt, "column": self.name} if self.prompt is not None else {}),
             "counts": self.counts.to_dict(),
             "mean_score": self.mean_score,
             "mean_score_ci": _pair(self.mean_score_ci(seed)),
@@ -469,7 +502,8 @@ class RunStats:
 
     @property
     def matrix(self) -> bool:
-        """Whether the results span several targets (a matrix run)."""
+        """Whether the results span several columns: targets or prompt variants (a matrix
+        run)."""
         return len(self.columns) > 1
 
 
@@ -524,7 +558,8 @@ class StatsBuilder:
         column = column_of(case)
         cs = self.columns.get(column)
         if cs is None:
-            cs = self.columns[column] = ColumnStats(column)
+            target = "" if case.target is None else str(case.target)
+            cs = self.columns[column] = ColumnStats(target, case.prompt)
         cs.counts.add(status)
         if score is not None:
             cs.scores.append(float(score))
@@ -549,6 +584,7 @@ class StatsBuilder:
                     score=score,
                     repeat=repeat,
                     target=case.target,
+                    prompt=case.prompt,
                     graders=[
                         GraderOutcome(name=g.name, status=g.status, score=g.score)
                         for g in case.graders
@@ -628,7 +664,7 @@ def summarize(
     """Build summary.json from case results plus the run's metadata (its ``seed``, if any, is
     the score interval's)."""
     seed = run_seed(meta)
-    order = (meta.matrix if meta is not None else None) or ()
+    order = meta.column_order() if meta is not None else ()
     run = compute_stats(cases, unstable_bound=unstable_bound, seed=seed, order=order)
     return summary_dict(run, meta)
 

@@ -171,7 +171,7 @@ class EvalRun:
             raise
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
-        self.telemetry.begin_run(self.plan.loaded.name, columns[0], self.plan.judge_name)
+        self.telemetry.begin_run(self.plan.loaded.name, columns, self.plan.judge_name)
         progress = Progress(
             job_count, quiet=options.quiet, repeat=options.repeat, columns=len(columns)
         )

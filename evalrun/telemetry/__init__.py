@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -60,7 +60,9 @@ def _ignore(*_: Any) -> None:
 class Telemetry:
     """No telemetry: what a run holds unless it asks for spans. Every hook does nothing."""
 
-    def begin_run(self, eval_name: str, target: str | None, judge: str | None) -> None:
+    def begin_run(
+        self, eval_name: str, targets: Sequence[str | None], judge: str | None
+    ) -> None:
         return None
 
     def case(self, case_id: str, repeat: int) -> contextlib.AbstractContextManager[CaseDone]:

@@ -11,7 +11,7 @@ import functools
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -84,10 +84,15 @@ class Tracing(Telemetry):
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         return cls(provider, describe, redact)
 
-    def begin_run(self, eval_name: str, target: str | None, judge: str | None) -> None:
-        attributes = {"evalrun.eval": eval_name}
-        if target:
-            attributes["evalrun.target"] = target
+    def begin_run(
+        self, eval_name: str, targets: Sequence[str | None], judge: str | None
+    ) -> None:
+        attributes: dict[str, str | list[str]] = {"evalrun.eval": eval_name}
+        names = [target for target in targets if target]
+        if names:  # a matrix run names every target (docs/otel.md)
+            attributes["evalrun.target"] = ", ".join(names)
+        if len(names) > 1:
+            attributes["evalrun.targets"] = names
         if judge:
             attributes["evalrun.judge"] = judge
         self._run = self._tracer.start_span(f"evalrun {eval_name}", attributes=attributes)

@@ -133,6 +133,7 @@ def case_dict(view: BundleView, case: CaseResult) -> dict[str, Any]:
         "status": case.status,
         "score": case.score,
         "target": case.target,
+        **({"prompt": case.prompt} if case.prompt is not None else {}),
         "error": case.error,
         "output": case.output,
         "reason": case_reason(case),
@@ -159,7 +160,7 @@ def run_head(run: IndexedRun, view: BundleView) -> dict[str, Any]:
         "mean_score": run_stats.get("mean_score"),
         "mean_score_ci": run_stats.get("mean_score_ci"),
         "graders": run_stats.get("graders"),
-        # a matrix run: each target's statistics and the grid, problem rows first
+        # a matrix run: each column's statistics and the grid, problem rows first
         "columns": run_stats.get("columns"),
         "matrix": view.grid().to_dict() if view.matrix else None,
         "meta": {

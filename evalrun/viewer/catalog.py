@@ -29,7 +29,8 @@ def run_row(run: IndexedRun) -> dict[str, Any]:
 
 @dataclass
 class RunFilter:
-    """What the run list's filters ask for; None matches anything."""
+    """What the run list's filters ask for; None matches anything. A target matches a run
+    that graded it, alone or as one of a matrix run's targets."""
 
     eval: str | None = None
     target: str | None = None
@@ -39,7 +40,7 @@ class RunFilter:
     def matches(self, run: IndexedRun) -> bool:
         if self.eval is not None and run.eval != self.eval:
             return False
-        if self.target is not None and run.target != self.target:
+        if self.target is not None and self.target not in run.targets:
             return False
         if self.verdict is not None and verdict(run) != self.verdict:
             return False
@@ -61,7 +62,7 @@ def run_list(index: Path, where: RunFilter, *, start: int, count: int) -> dict[s
         "total": len(chosen),
         "runs": [run_row(run) for run in chosen[start : start + count]],
         "evals": sorted({run.eval for run in runs if run.eval}),
-        "targets": sorted({run.target for run in runs if run.target}),
+        "targets": sorted({target for run in runs for target in run.targets}),
     }
 
 
@@ -98,7 +99,8 @@ def history(index: Path, eval_name: str) -> dict[str, Any]:
         for column in columns:  # a matrix run: a point in each of its targets' series
             counts = column.get("counts")
             total = counts.get("total") if isinstance(counts, dict) else None
-            series.setdefault(str(column.get("target") or ""), []).append(
+            name = column.get("column") or column.get("target") or ""
+            series.setdefault(str(name), []).append(
                 {
                     **point,
                     "mean_score": _number(column.get("mean_score")),

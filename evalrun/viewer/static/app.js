@@ -175,11 +175,12 @@ function verdictBanner(head) {
 }
 
 // A matrix run (docs/viewer.md, "A matrix run"): rows are cases, problem rows first; columns
-// are targets, each headed by its pass rate and mean; a cell is the status and the score.
+// are targets (or target × prompt variant), each headed by its pass rate and mean; a cell is the
+// status and the score.
 const MATRIX_ROWS_SHOWN = 8;
 
 function matrixSection(matrix, columns) {
-  const stats = new Map((columns || []).map((c) => [c.target, c]));
+  const stats = new Map((columns || []).map((c) => [c.column || c.target, c]));
   const rows = matrix.rows;
   const head = el("tr", {}, el("th", {}, "case"), rows.some((r) => r.repeat) ? el("th", { class: "num" }, "repeat") : null,
     matrix.columns.map((name) => {
@@ -205,7 +206,8 @@ function matrixSection(matrix, columns) {
   } } }, `show ${hidden} more rows`) : null;
   const cut = matrix.more_rows ? el("p", { class: "muted" }, `… and ${matrix.more_rows} more rows: every result is in results.jsonl`) : null;
   return el("section", { id: "matrix" },
-    el("h2", {}, `Matrix: ${rows.length + (matrix.more_rows || 0)} cases × ${matrix.columns.length} targets`),
+    el("h2", {}, `Matrix: ${rows.length + (matrix.more_rows || 0)} cases × ${matrix.columns.length} ` +
+      ((columns || []).some((c) => c.prompt != null) ? "columns" : "targets")),
     el("div", { class: "scroll" }, el("table", { id: "matrix-table" }, el("thead", {}, head), body)), more, cut);
 }
 

@@ -127,7 +127,7 @@ def evalrun_targets_yaml(base_url: str) -> str:
 def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
     """AgentV's cases from a run's ``index.jsonl``: passed when its status is ``ok``. AgentV
     names a test run once per prompt by the test's id alone, in prompt order (one worker):
-    the k-th is ``id#k`` here, as ``case_key`` names evalrun's ``id__prompt_<k-th prompt>``."""
+    the k-th is ``id#k`` here, as ``case_key`` names evalrun's variant of the k-th prompt."""
     rows = [json.loads(line) for line in index.read_text(encoding="utf-8").splitlines() if line]
     seen: dict[str, int] = {}
     ids = [str(row["test_id"]) for row in rows]
@@ -254,7 +254,7 @@ def evalrun_outcomes(
                 found.append(
                     CaseOutcome(
                         file=file,
-                        id=case_key(case.id, prompts),
+                        id=case_key(case.id, case.prompt, prompts),
                         passed=case.status == "passed",
                         score=case.score,
                         detail=f"{case.status}: "
@@ -273,8 +273,8 @@ def evalrun_outcomes(
 
 
 def prompt_ids(path: Path) -> list[str]:
-    """The ids of a current-format file's prompts, in order (evalrun names each case of a
-    prompt ``<test id>__prompt_<prompt id>``: docs/eval-files.md)."""
+    """The ids of a current-format file's prompts, in order (evalrun's result of a prompt
+    variant names it in ``prompt``: docs/eval-files.md)."""
     import yaml
 
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -288,11 +288,11 @@ def prompt_ids(path: Path) -> list[str]:
     return ids
 
 
-def case_key(case_id: str, prompts: list[str]) -> str:
-    """evalrun's ``X__prompt_P`` as AgentV's k-th run of X (``X#k``, P the k-th prompt)."""
-    test_id, marker, prompt = case_id.rpartition("__prompt_")
-    if marker and prompt in prompts:
-        return f"{test_id}#{prompts.index(prompt) + 1}"
+def case_key(case_id: str, prompt: str | None, prompts: list[str]) -> str:
+    """evalrun's result of test X's variant P as AgentV's k-th run of X (``X#k``, P the k-th
+    prompt)."""
+    if prompt is not None and prompt in prompts:
+        return f"{case_id}#{prompts.index(prompt) + 1}"
     return case_id
 
 

@@ -177,7 +177,12 @@ def test_vars_use_other_vars_and_every_prompt_makes_a_case(tmp_path: Path) -> No
     )
     loaded = load_eval(path)
     assert (loaded.spec.target, loaded.spec.judge) == ("sut", "judge")
-    assert [case.id for case in loaded.tests] == ["test-1__prompt_plain", "test-1__prompt_chat"]
+    # each prompt is a variant of the one test: a matrix column (docs/eval-files.md)
+    assert [(case.id, case.prompt) for case in loaded.tests] == [
+        ("test-1", "plain"),
+        ("test-1", "chat"),
+    ]
+    assert loaded.prompts == ["plain", "chat"]
     assert loaded.tests[0].input == "Q: Who was Ada?"
     assert [(m.role, m.content) for m in loaded.tests[1].input_messages] == [
         ("system", "Talk to children."),

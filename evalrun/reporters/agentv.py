@@ -58,7 +58,8 @@ def draft(view: CaseView, case: CaseResult) -> tuple[str, str, str, str]:
     error = case.error or (None if case.status in ("passed", "failed") else case.status)
     duration = case.timings.total_ms
     row: dict[str, Any] = {
-        "test_id": case.id,
+        "test_id": agentv_run.variant_test_id(case.id, case.prompt),
+        **({"prompt_id": case.prompt} if case.prompt is not None else {}),
         "score": score,
         "target": case.target or "unknown",
         "execution_status": execution,

@@ -74,6 +74,13 @@ def test_dir(test_id: str, suite: str | None, target: str, eval_path: str | None
     return f"{safe[:_PREFIX_CHARS]}--{digest[:_HASH_CHARS]}"
 
 
+def variant_test_id(test_id: str, prompt: str | None) -> str:
+    """A prompt variant's ``test_id`` as AgentV names a test it expanded per prompt
+    (``<test id>__<prompt id>``), so each variant has its own folder; the row's ``prompt_id``
+    names the variant (docs/results.md, "AgentV's result layout")."""
+    return test_id if prompt is None else f"{test_id}__{prompt}"
+
+
 def sample_dir(repeat: int) -> str:
     return f"sample-{repeat + 1}"
 
@@ -174,8 +181,14 @@ def reader_of(directory: Path) -> Callable[[Any], CaseResult]:
         duration = _number(_field(row, "duration_ms", "durationMs"))
         error = row.get("error")
         sample = _field(row, "sample_index", "sampleIndex")
+        prompt = row.get("prompt_id")
+        if isinstance(prompt, str) and test_id.endswith(suffix := variant_test_id("", prompt)):
+            test_id = test_id.removesuffix(suffix)
+        else:
+            prompt = None
         return CaseResult(
             id=test_id,
+            prompt=prompt,
             status=status,
             score=score,
             graders=_graders(row, directory),

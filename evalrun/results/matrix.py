@@ -15,7 +15,6 @@ from typing import Any
 
 from evalrun.results.models import CaseResult
 
-
 #: Between a column's target and its prompt variant: ``local × concise``.
 PROMPT_JOIN = " × "
 
@@ -36,13 +35,12 @@ def column_of(case: CaseResult) -> str:
 
 def column_names(targets: Sequence[str | None], prompts: Sequence[str] | None) -> list[str]:
     """The columns of a run, in order: each target's prompt variants side by side."""
-    return [
-        column_name(target, prompt) for target in targets for prompt in (prompts or [None])
-    ]
+    variants: Sequence[str | None] = prompts or [None]
+    return [column_name(target, prompt) for target in targets for prompt in variants]
 
 
 def cell_label(case: CaseResult, columns: int) -> str:
-    """How a report names a result: its id, and its target when the run has several."""
+    """How a report names a result: its id, and its column when the run has several."""
     return f"{case.id} @ {column_of(case)}" if columns > 1 else str(case.id)
 
 

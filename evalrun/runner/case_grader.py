@@ -88,7 +88,11 @@ class CaseGrader:
 
         def failed(error: str) -> CaseResult:
             result = CaseResult(
-                id=case.id, status="error", repeat=repeat, target=self.plan.target_name
+                id=case.id,
+                status="error",
+                repeat=repeat,
+                target=self.plan.target_name,
+                prompt=case.prompt,
             )
             result.line, result.error = case.line, error
             return result
@@ -103,7 +107,12 @@ class CaseGrader:
         started = time.monotonic()
         target_name = self.plan.target_name
         result = CaseResult(
-            id=case.id, status="error", repeat=repeat, target=target_name, line=case.line
+            id=case.id,
+            status="error",
+            repeat=repeat,
+            target=target_name,
+            line=case.line,
+            prompt=case.prompt,
         )
         result.conversation_id = conversation_id(case)
         calls: list[JudgeCall] = []

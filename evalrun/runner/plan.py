@@ -144,11 +144,6 @@ def plan_run(
         targets=targets,
         judge_follows_target=not (options.judge or spec.judge),
     )
-    if plan.matrix and options.executor == "ray":
-        raise ConfigError(
-            "--executor ray grades one target per run; run a matrix (several targets) with "
-            'the local executor (docs/results.md, "A matrix run")'
-        )
     if options.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise ConfigError(f"--executor ray needs Ray: {install_hint('ray')}")
     if options.otel and not telemetry.available():

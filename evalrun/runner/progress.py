@@ -7,7 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from evalrun.results.matrix import cell_label
+from evalrun.results.matrix import cell_label, column_of
 from evalrun.results.models import CaseResult
 from evalrun.results.scan import PROBLEMS_FIRST
 from evalrun.safetext import printable
@@ -97,7 +97,7 @@ class Progress:
         print(line, file=self.stream, flush=True)
 
     def _label(self, case: CaseResult) -> str:
-        """The case id (with its target in a matrix run), and with --repeat which repeat
+        """The case id (with its column in a matrix run), and with --repeat which repeat
         (0-based, as ``rep`` in the table)."""
         label = cell_label(case, self.columns)
         return f"{label} rep {case.repeat}" if self.repeat > 1 else label
@@ -115,7 +115,7 @@ class _Row:
 
     def __init__(self, case: CaseResult) -> None:
         self.case = case
-        self.key = (PROBLEMS_FIRST.get(case.status, 0), case.id, case.target or "", case.repeat)
+        self.key = (PROBLEMS_FIRST.get(case.status, 0), case.id, column_of(case), case.repeat)
 
     def __lt__(self, other: _Row) -> bool:
         return self.key > other.key
@@ -143,7 +143,7 @@ class TableRows:
         """By id when all fit; else problems first (by id within a status)."""
         if self.total <= self.limit:
             return sorted(
-                (r.case for r in self._heap), key=lambda c: (c.id, c.target or "", c.repeat)
+                (r.case for r in self._heap), key=lambda c: (c.id, column_of(c), c.repeat)
             )
         return [r.case for r in sorted(self._heap, key=lambda r: r.key)]
 

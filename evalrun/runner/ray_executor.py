@@ -117,7 +117,8 @@ class WorkerSpec:
 
     eval_file: str
     targets_file: str | None
-    target: str | None
+    #: the target that answers; several: a matrix run, each worker grades every column
+    target: str | list[str] | None
     judge: str | None
     cache_dir: str | None
     sandbox: str
@@ -151,18 +152,29 @@ class GraderWorker:
 
         self.plan = plan_run(loaded, options, limit_for=limit_for)
         self.plan.sandbox = self.plan.sandbox.masking(Path(p) for p in spec.masked)
-        self.grader = CaseGrader(self.plan)
-        self.cases = {case.id: case for case in loaded.tests}
+        # a grader per matrix column, as the local executor has (docs/distributed.md)
+        plan = self.plan
+        columns: dict[str | None, RunPlan] = (
+            {target: plan.column(target) for target in plan.targets}
+            if plan.matrix
+            else {plan.target_name: plan}
+        )
+        self.graders = {target: CaseGrader(column) for target, column in columns.items()}
+        self.cases = {(case.id, case.prompt): case for case in loaded.tests}
 
     def ready(self) -> int:
         return os.getpid()
 
-    async def grade(self, case_id: str, repeat: int) -> tuple[dict[str, Any], list[JudgeCall]]:
-        result, calls = await self.grader.grade(self.cases[case_id], repeat)
+    async def grade(
+        self, case_id: str, prompt: str | None, repeat: int, target: str | None
+    ) -> tuple[dict[str, Any], list[JudgeCall]]:
+        grader = self.graders[target]
+        result, calls = await grader.grade(self.cases[(case_id, prompt)], repeat)
         return result.to_dict(), calls
 
     async def close(self) -> None:
-        await self.grader.aclose()
+        for grader in self.graders.values():
+            await grader.aclose()
         await self.plan.close()
 
 
@@ -224,12 +236,18 @@ def _connect(address: str | None, root: Path) -> None:
 
 
 class RayExecutor:
+    """The run's workers; a matrix run grades each column through a :class:`RayColumn`."""
+
     def __init__(self, plan: RunPlan, workers: list[Any], limiters: dict[str, Any]) -> None:
         self._target_name = plan.target_name
         self._workers = workers
         self._limiters = limiters
         self._busy: dict[int, int] = defaultdict(int)
         self._started_cluster = plan.options.ray_address is None
+        self._closed = False
+
+    def column(self, target: str | None) -> RayColumn:
+        return RayColumn(self, target)
 
     @classmethod
     async def start(cls, plan: RunPlan) -> RayExecutor:
@@ -244,8 +262,9 @@ class RayExecutor:
         spec = WorkerSpec(
             eval_file=_relative(plan.loaded.path, root, "eval file") or "",
             targets_file=_relative(targets_path, root, "targets file"),
-            target=plan.target_name,
-            judge=plan.judge_name,
+            target=list(plan.targets) if plan.matrix else plan.target_name,
+            # a matrix's columns judge their own cells unless a judge was named
+            judge=None if plan.matrix and plan.judge_follows_target else plan.judge_name,
             # an absolute cache folder is shared by every node that mounts it; a relative one
             # lives in each worker's own copy of the working folder
             cache_dir=None if cache is None else str(cache),
@@ -287,17 +306,23 @@ class RayExecutor:
             ) from None
         return cls(plan, workers, limiters)
 
-    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
+    async def grade(
+        self, case: TestCase, repeat: int, target: str | None = None
+    ) -> tuple[CaseResult, list[JudgeCall]]:
+        """One cell: ``case`` answered by ``target`` (None: the run's one target)."""
         index = min(range(len(self._workers)), key=lambda i: self._busy[i])
         self._busy[index] += 1
-        ref = self._workers[index].grade.remote(case.id, repeat)
+        target = target or self._target_name
+        ref = self._workers[index].grade.remote(case.id, case.prompt, repeat, target)
         try:
             data, calls = await ref
         except asyncio.CancelledError:
             ray.cancel(ref)
             raise
         except RayError as exc:
-            failed = CaseResult(id=case.id, status="error", repeat=repeat, target=self._target_name)
+            failed = CaseResult(
+                id=case.id, status="error", repeat=repeat, target=target, prompt=case.prompt
+            )
             failed.error = f"ray worker failed: {type(exc).__name__}: {_cause(exc)}"
             return failed, []
         finally:
@@ -305,6 +330,9 @@ class RayExecutor:
         return CaseResult.from_dict(data), calls
 
     async def aclose(self) -> None:
+        if self._closed:  # each column closes it; the first does
+            return
+        self._closed = True
         closing = asyncio.gather(*(w.close.remote() for w in self._workers), return_exceptions=True)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(closing, timeout=10)
@@ -312,3 +340,17 @@ class RayExecutor:
             ray.kill(actor)
         if self._started_cluster:
             await asyncio.to_thread(ray.shutdown)
+
+
+@dataclass
+class RayColumn:
+    """One matrix column's executor: the run's workers, answering with its target."""
+
+    cluster: RayExecutor
+    target: str | None
+
+    async def grade(self, case: TestCase, repeat: int) -> tuple[CaseResult, list[JudgeCall]]:
+        return await self.cluster.grade(case, repeat, self.target)
+
+    async def aclose(self) -> None:
+        await self.cluster.aclose()

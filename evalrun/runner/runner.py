@@ -22,6 +22,7 @@ from evalrun import telemetry
 from evalrun.errors import ExitCode
 from evalrun.judgecall import JudgeCall
 from evalrun.results.bundle import BundleWriteError, BundleWriter, WrittenLine, claim_folder
+from evalrun.results.matrix import column_name, column_names, column_of
 from evalrun.results.models import CaseResult
 from evalrun.results.reader import read_case_results, result_lines
 from evalrun.results.scan import ResultScan, ResultScanner, latest_offsets
@@ -92,9 +93,9 @@ class EvalRun:
         options = self.options
         if options.resume:  # appended to: the lines already there stay as they are
             writer = BundleWriter(options.out, mode="resume")
-            kept = finished_keys(read_case_results(options.out))
-            # one column: a line counts whatever target it names, as it always did
-            self._kept = kept if self.plan.matrix else {(i, "", r) for i, _, r in kept}
+            # one target: a line counts whatever target it names, as it always did
+            previous = read_case_results(options.out)
+            self._kept = finished_keys(previous, by_target=self.plan.matrix)
             self._created_folder = False
             return writer
         out, self._created_folder = claim_folder(options.out, unique=options.unique_out)
@@ -144,7 +145,7 @@ class EvalRun:
         options = self.options
         writer = writer or self.open_bundle()
         done, cases, columns = self._kept, self.plan.cases, self._columns()
-        column_key = {target: (target or "") if self.plan.matrix else "" for target in columns}
+        column_key = {target: target if self.plan.matrix else None for target in columns}
         # Jobs are pulled from the cases as workers get to them: the cases may stream from a
         # file, and nothing per case is held beyond those in flight (docs/performance.md).
         # A matrix run grades each case once per target, the columns of a case side by side.
@@ -153,12 +154,12 @@ class EvalRun:
             for case in cases
             for target in columns
             for r in range(options.repeat)
-            if (case.id, column_key[target], r) not in done
+            if (case.id, column_name(column_key[target], case.prompt), r) not in done
         )
         job_count = len(cases) * options.repeat * len(columns)
         if done:
             job_count = sum(
-                (case.id, column_key[target], r) not in done
+                (case.id, column_name(column_key[target], case.prompt), r) not in done
                 for case in cases
                 for target in columns
                 for r in range(options.repeat)
@@ -172,9 +173,10 @@ class EvalRun:
         started_at = datetime.now(timezone.utc)
         t0 = time.monotonic()
         self.telemetry.begin_run(self.plan.loaded.name, columns, self.plan.judge_name)
-        progress = Progress(
-            job_count, quiet=options.quiet, repeat=options.repeat, columns=len(columns)
-        )
+        widths = len(columns) * max(1, len(self.plan.loaded.prompts))
+        progress = Progress(job_count, quiet=options.quiet, repeat=options.repeat, columns=widths)
+
+        columned = len(columns) > 1 or bool(self.plan.loaded.prompts)
 
         def record(result: CaseResult, calls: list[JudgeCall]) -> None:
             if self._write_error is not None:
@@ -183,8 +185,8 @@ class EvalRun:
                 line = writer.add_case(result)
                 for call in calls:
                     call.repeat = result.repeat
-                    if self.plan.matrix:  # whose cell it is, when the judge is shared
-                        call.column = result.target
+                    if columned:  # whose cell it is, when the judge is shared
+                        call.column = column_of(result)
                 call_lines = writer.add_judge_calls(calls)
             except BundleWriteError as exc:  # loud: stop the run, exit 3 (docs/results.md)
                 self._write_error = f"case '{result.id}': {exc}"
@@ -246,7 +248,8 @@ class EvalRun:
         scanner, shown = self._read_back(writer.directory)
         if scanner.superseded:  # a resume graded a case again: its last line wins
             scanner, shown = self._read_back(writer.directory, latest_offsets(writer.directory))
-        stats = scanner.stats.build(seed=self.options.seed, order=self.plan.targets)
+        order = column_names(self._columns(), self.plan.loaded.prompts)
+        stats = scanner.stats.build(seed=self.options.seed, order=order)
         cells = len(self.plan.cases) * len(self._columns())
         missing = max(0, cells * self.options.repeat - stats.counts.total)
         summary = summary_dict(stats, self._meta(started_at, duration, missing))
@@ -288,11 +291,13 @@ class EvalRun:
 
     async def _start_executors(self, columns: list[str | None]) -> dict[str | None, Executor]:
         """An executor per column: a matrix run grades each target's cells with a
-        ``CaseGrader`` of that column's plan (its own judge proxy; the targets are shared)."""
+        ``CaseGrader`` of that column's plan (its own judge proxy; the targets are shared),
+        here or in each Ray worker."""
         if self.options.executor == "ray":
             from evalrun.runner.ray_executor import RayExecutor
 
-            return {columns[0]: await RayExecutor.start(self.plan)}
+            cluster = await RayExecutor.start(self.plan)
+            return {target: cluster.column(target) for target in columns}
         if not self.plan.matrix:
             grader = CaseGrader(self.plan, self.telemetry, bundle_dir=self._bundle_dir)
             return {columns[0]: grader}
@@ -357,6 +362,7 @@ class EvalRun:
             shard="/".join(map(str, options.shard)) if options.shard else None,
             seed=None if options.seed == RUN_SEED else options.seed,
             matrix=list(self.plan.targets) if self.plan.matrix else None,
+            prompts=self.plan.loaded.prompts or None,
         )
 
     def _exit_code(self, stats: RunStats, missing: int) -> int:
@@ -386,4 +392,5 @@ def _interrupted_result(case: TestCase, repeat: int, target: str | None) -> Case
         target=target,
         error="interrupted (Ctrl-C)",
         line=case.line,
+        prompt=case.prompt,
     )

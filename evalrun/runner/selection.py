@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from itertools import islice
 
-from evalrun.results.matrix import column_of
+from evalrun.results.matrix import column_name
 from evalrun.results.models import CaseResult
 from evalrun.spec.models import TestCase
 
@@ -84,10 +84,17 @@ def select_cases(
     return SelectedCases(cases, Selection(filters, shard, only_ids), limit)
 
 
-def finished_keys(previous: Iterable[CaseResult]) -> set[tuple[str, str, int]]:
-    """(case id, target, repeat) cells a resumed run need not grade again (the target is the
-    matrix column, docs/results.md); errors are retried."""
-    return {(c.id, column_of(c), c.repeat) for c in previous if c.status != "error"}
+def finished_keys(
+    previous: Iterable[CaseResult], *, by_target: bool = True
+) -> set[tuple[str, str, int]]:
+    """(case id, column, repeat) cells a resumed run need not grade again (the column is the
+    target and the prompt variant, docs/results.md); errors are retried. Not ``by_target``
+    (a run of one target): a line counts whatever target it names."""
+    return {
+        (c.id, column_name(c.target if by_target else None, c.prompt), c.repeat)
+        for c in previous
+        if c.status != "error"
+    }
 
 
 def failed_ids(previous: Iterable[CaseResult]) -> set[str]:

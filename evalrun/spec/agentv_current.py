@@ -330,9 +330,13 @@ def _map_test(
     case: dict[str, Any] = {k: v for k, v in test.items() if k not in handled}
     written = test.get("id")
     base_id = str(written or f"test-{old[1] + 1}")
-    # one prompt: the id as read, so a plain `id: 001` is put back as written when the case is
-    # validated (docs/eval-files.md, "YAML values"); several: the prompt's id is joined to it
-    case["id"] = f"{base_id}__prompt_{prompt.id}" if many and prompt else written or base_id
+    # the id as read, so a plain `id: 001` is put back as written when the case is validated
+    # (docs/eval-files.md, "YAML values"); several prompts: each is a variant of the test, a
+    # matrix column (docs/eval-files.md, "Prompt variants")
+    case["id"] = written or base_id
+    if many and prompt is not None:
+        case["prompt"] = prompt.id
+        m.copy_lines(prompt.path, (*new, "prompt"))
     if prompt is not None and "input" not in case:
         case["input"] = _render_prompt(m, prompt, vars_, prompt.path, base_id)
         m.copy_lines(

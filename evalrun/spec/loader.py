@@ -78,6 +78,9 @@ class LoadedEval:
     #: The file is in AgentV's format (4.x or current): its graders get AgentV's payload and
     #: failure rule (docs/grader-protocol.md, "Payload generations").
     agentv: bool = False
+    #: The tests' prompt variants in the order first met: a matrix column each (per target),
+    #: empty when no test names one (docs/results.md, "A matrix run").
+    prompts: list[str] = field(default_factory=list)
 
     def where(self, loc: tuple[Any, ...]) -> str:
         """``file:line: key`` for a key path such as ``("tests", 2, "graders", 0, "command")``."""
@@ -181,8 +184,10 @@ def _checked(
             case._line, case._index = lines.get(("tests", i)), i
             case.input_files = [str((path.parent / f).resolve()) for f in case.input_files]
         _check_unique_ids(path, tests, lines, ("tests",))
+        prompts = list(dict.fromkeys(case.prompt for case in tests if case.prompt is not None))
     else:
         tests_file, tests, tests_lines = _load_source(path, spec.tests, lines, warnings)
+        prompts = tests.prompts if isinstance(tests, StreamedCases) else []
     tests_at = f"{path}:{lines.get(('tests',), 1)}: tests"
     if not tests:
         raise EvalFileError(f"{tests_at}: the eval file has no tests")
@@ -204,6 +209,7 @@ def _checked(
         tests_lines=tests_lines,
         deprecations=deprecations,
         warnings=warnings,
+        prompts=prompts,
     )
 
 
@@ -224,18 +230,21 @@ def _located(path: Path, problems: Notes, lines: LineMap) -> str:
 def _check_unique_ids(
     path: Path, cases: list[TestCase], lines: LineMap, prefix: tuple[Any, ...]
 ) -> None:
-    """Duplicate ids are reported at the duplicate, with the line of the first one."""
-    first: dict[str, int] = {}
+    """Duplicate ids are reported at the duplicate, with the line of the first one; prompt
+    variants of a test share its id, each variant once."""
+    first: dict[tuple[str, str | None], int] = {}
     problems = []
     for i, case in enumerate(cases):
-        if case.id not in first:
-            first[case.id] = i
+        key = (case.id, case.prompt)
+        if key not in first:
+            first[key] = i
             continue
         loc = (*prefix, i, "id")
-        earlier = line_for(lines, (*prefix, first[case.id], "id"))
+        earlier = line_for(lines, (*prefix, first[key], "id"))
         problems.append(
             f"{path}:{line_for(lines, loc) or '?'}: {format_loc(('tests', i, 'id'))}: "
-            f"duplicate test id '{case.id}' (first used on line {earlier}); ids must be unique"
+            f"duplicate test id '{case.id}'{_variant(case)} (first used on line {earlier}); "
+            "ids must be unique"
         )
     if problems:
         raise EvalFileError("\n".join(problems))
@@ -250,9 +259,11 @@ class StreamedCases(Sequence[TestCase]):
     (docs/performance.md). :func:`load_eval` has checked every row first; a source changed
     since then is refused rather than half-run."""
 
-    def __init__(self, source: Rows, count: int) -> None:
+    def __init__(self, source: Rows, count: int, prompts: list[str] | None = None) -> None:
         self.source = source
         self.size = count
+        #: the rows' prompt variants, in the order first met
+        self.prompts = prompts or []
         self._stamp = source.stamp()
 
     def __len__(self) -> int:
@@ -315,6 +326,7 @@ def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
     problems: list[str] = []
     hashes = array("q")
     numbers = array("I")
+    prompts: dict[str, None] = {}
     try:
         for index, (position, item) in enumerate(source.rows()):
             numbers.append(position)
@@ -323,7 +335,9 @@ def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
                 problems.append(problem)
                 hashes.append(0)
                 continue
-            hashes.append(hash(case.id))
+            hashes.append(hash((case.id, case.prompt)))
+            if case.prompt is not None:
+                prompts.setdefault(case.prompt)
     except SourceError as exc:
         raise EvalFileError(str(exc)) from None
     if problems:
@@ -331,24 +345,29 @@ def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
     shared = repeated(hashes)
     if shared:
         _check_unique_streamed_ids(source, shared)
-    return StreamedCases(source, len(hashes)), JsonlLines(numbers)
+    return StreamedCases(source, len(hashes), list(prompts)), JsonlLines(numbers)
+
+
+def _variant(case: TestCase) -> str:
+    return f" for prompt '{case.prompt}'" if case.prompt is not None else ""
 
 
 def _check_unique_streamed_ids(source: Rows, hashes: set[int]) -> None:
     """The exact check of the tests whose id hash is in ``hashes`` (the same report as
     :func:`_check_unique_ids`; a streamed test's keys are all at its position)."""
-    first: dict[str, int] = {}
+    first: dict[tuple[str, str | None], int] = {}
     problems = []
     for index, (position, item) in enumerate(source.rows()):
         case, _ = _row_case(source, index, position, item)
-        if case is None or hash(case.id) not in hashes:
+        if case is None or hash(key := (case.id, case.prompt)) not in hashes:
             continue
-        if case.id not in first:
-            first[case.id] = position
+        if key not in first:
+            first[key] = position
             continue
         problem = (
             f"{source.at(position)}: {format_loc(('tests', index, 'id'))}: duplicate test id "
-            f"'{case.id}' (first used on {source.place(first[case.id])}); ids must be unique"
+            f"'{case.id}'{_variant(case)} (first used on {source.place(first[key])}); ids must "
+            "be unique"
         )
         problems.append(name_columns(problem, source.columns, index))
     if problems:

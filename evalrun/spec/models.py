@@ -259,6 +259,9 @@ class TestCase(BaseModel):
     __test__ = False  # not a pytest class
 
     id: str
+    #: the prompt variant this test is: tests that share an id and differ in it are one row
+    #: of the matrix, a column per variant (docs/eval-files.md, "Prompt variants")
+    prompt: str | None = Field(None, min_length=1)
     criteria: str | None = None
     input: Conversation
     expected_output: Conversation | None = None

@@ -60,9 +60,7 @@ def _ignore(*_: Any) -> None:
 class Telemetry:
     """No telemetry: what a run holds unless it asks for spans. Every hook does nothing."""
 
-    def begin_run(
-        self, eval_name: str, targets: Sequence[str | None], judge: str | None
-    ) -> None:
+    def begin_run(self, eval_name: str, targets: Sequence[str | None], judge: str | None) -> None:
         return None
 
     def case(self, case_id: str, repeat: int) -> contextlib.AbstractContextManager[CaseDone]:

@@ -84,9 +84,7 @@ class Tracing(Telemetry):
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
         return cls(provider, describe, redact)
 
-    def begin_run(
-        self, eval_name: str, targets: Sequence[str | None], judge: str | None
-    ) -> None:
+    def begin_run(self, eval_name: str, targets: Sequence[str | None], judge: str | None) -> None:
         attributes: dict[str, str | list[str]] = {"evalrun.eval": eval_name}
         names = [target for target in targets if target]
         if names:  # a matrix run names every target (docs/otel.md)

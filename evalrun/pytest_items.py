@@ -32,7 +32,10 @@ class EvalFileNode(pytest.File):
             loaded = load_eval(self.path)
         except EvalFileError as exc:
             raise EvalCollectError(str(exc)) from None
-        return [EvalCaseItem.from_parent(self, name=case.id) for case in loaded.tests]
+        return [
+            EvalCaseItem.from_parent(self, name=_item_name(case.id, case.prompt))
+            for case in loaded.tests
+        ]
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str:  # type: ignore[override]
         if isinstance(excinfo.value, EvalCollectError):
@@ -75,6 +78,11 @@ class EvalCaseItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"{self.path.name}::{self.name}"
+
+
+def _item_name(case_id: str, prompt: str | None) -> str:
+    """A case's item: its id, and its prompt variant when it is one (docs/pytest.md)."""
+    return case_id if prompt is None else f"{case_id} @ {prompt}"
 
 
 @dataclass
@@ -126,7 +134,7 @@ def _run_once(config: pytest.Config, path: Path) -> FileRun:
             except EvalError as exc:
                 failed.write_text(str(exc), encoding="utf-8")
                 return FileRun(None, {}, str(exc))
-    return FileRun(bundle, {case.id: case for case in read_cases(bundle)})
+    return FileRun(bundle, {_item_name(c.id, c.prompt): c for c in read_cases(bundle)})
 
 
 def case(

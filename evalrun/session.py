@@ -259,8 +259,10 @@ def execute(prepared: Prepared, say: Say) -> Finished:
     options, writer = prepared.options, prepared.writer
     plan = prepared.run.plan
     # a matrix run's reports are written from the bundle: its cells share case ids, which the
-    # drafts key judge calls by (docs/reports.md, "When reports are written")
-    drafts = None if plan.matrix else _report_drafts(options, writer, len(plan.cases))
+    # drafts key judge calls by (docs/reports.md, "When reports are written"); so do the
+    # prompt variants of a test
+    columned = plan.matrix or bool(plan.loaded.prompts)
+    drafts = None if columned else _report_drafts(options, writer, len(plan.cases))
     try:
         outcome = asyncio.run(prepared.run.run(writer, drafts.add if drafts else None))
     except ConfigError as exc:  # e.g. Ray workers that could not start: nothing was written

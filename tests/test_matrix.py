@@ -208,9 +208,6 @@ def test_bad_matrix_input_is_refused_before_anything_runs(tmp_path: Path) -> Non
     assert f"{both}:4: targets: Value error, give 'target' or 'targets', not both" in str(
         caught.value
     )
-    with pytest.raises(EvalError) as caught:
-        run(path, tmp_path / "q", ["paris-bot", "london-bot"], executor="ray")
-    assert "--executor ray grades one target per run" in str(caught.value)
 
 
 def test_the_eval_file_may_name_the_matrix(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import ipaddress
+import json
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -195,6 +197,46 @@ request = urllib.request.Request(
 reply = json.loads(urllib.request.urlopen(request, timeout=60).read())
 print(json.dumps({"score": 1.0, "reason": reply["rawText"]}))
 """
+
+
+def test_a_matrix_run_grades_each_cell_on_the_workers_with_its_columns_judge(
+    cluster: str, tmp_path: Path
+) -> None:
+    """2 targets x 2 prompt variants (docs/results.md, "A matrix run"): every cell graded once
+    on the cluster, each by its column's ``CaseGrader``, so each column's target answers and
+    judges its own cells through the worker's proxy."""
+    (tmp_path / "judged.py").write_text(JUDGED)
+    targets = [{"name": name, "kind": "mock", "default": f"{name} says"} for name in ("l", "r")]
+    (tmp_path / "targets.yaml").write_text(json.dumps({"targets": targets}))
+    cells = [(i, p) for i in ("a", "b", "c") for p in ("short", "long")]
+    rows = [{"id": i, "prompt": p, "input": f"{p} question {i}"} for i, p in cells]
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    grader = {"name": "judged", "command": [sys.executable, "judged.py"], "target": True}
+    path = tmp_path / "matrix.eval.yaml"
+    path.write_text(json.dumps({"graders": [grader], "tests": "cases.jsonl"}))
+    out = tmp_path / "out"
+    result = run_cli(
+        str(path), "-q", "--out", str(out), "--target", "l", "--target", "r",
+        "--executor", "ray", "--ray-address", cluster, cwd=tmp_path, env=ray_env(),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    results, summary = read_bundle(out)
+    found = Counter((r["id"], r["target"], r["prompt"]) for r in results)
+    assert found == Counter((i, t, p) for i, p in cells for t in ("l", "r"))  # once each
+    for line in results:
+        said = f"{line['target']} says"
+        assert (line["output"], line["graders"][0]["reason"]) == (said, said), line
+    assert summary["matrix"] == ["l", "r"] and summary["prompts"] == ["short", "long"]
+    assert [c["column"] for c in summary["columns"]] == [
+        "l × short",
+        "l × long",
+        "r × short",
+        "r × long",
+    ]
+    assert summary["complete"] is True and summary["missing"] == 0
+    calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
+    assert len(calls) == 12
+    assert all(call["column"].startswith(f"{call['target']} × ") for call in calls)
 
 
 def test_the_targets_concurrency_limit_holds_across_the_cluster(

@@ -41,8 +41,10 @@ tests:
 """
 
 
-def project(tmp_path: Path, suite: str = SUITE, name: str = "capitals") -> Path:
-    (tmp_path / "targets.yaml").write_text(TARGETS)
+def project(
+    tmp_path: Path, suite: str = SUITE, name: str = "capitals", targets: str = TARGETS
+) -> Path:
+    (tmp_path / "targets.yaml").write_text(targets)
     path = tmp_path / f"{name}.eval.yaml"
     path.write_text(textwrap.dedent(suite))
     return path

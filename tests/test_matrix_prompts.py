@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-import evalrun
 from evalrun.reporters import load_bundle, write_reports
 from evalrun.reporters.compare import compare_bundles
 from evalrun.reporters.github import annotations
@@ -24,6 +21,8 @@ from evalrun.results.index import IndexedRun, list_runs, record
 from evalrun.results.reader import read_case_results
 from evalrun.session import EvalError
 from tests.conftest import read_bundle, run_cli
+from tests.test_matrix import project as matrix_project
+from tests.test_matrix import run
 
 TARGETS = """
 targets:
@@ -70,15 +69,8 @@ BOTH = ["paris-bot", "terse-bot"]
 COLUMNS = ["paris-bot × terse", "paris-bot × polite", "terse-bot × terse", "terse-bot × polite"]
 
 
-def project(tmp_path: Path, suite: str = OWN, name: str = "capitals") -> Path:
-    (tmp_path / "targets.yaml").write_text(TARGETS)
-    path = tmp_path / f"{name}.eval.yaml"
-    path.write_text(textwrap.dedent(suite))
-    return path
-
-
-def run(path: Path, out: Path, targets: Any, **options: Any) -> evalrun.RunOutcome:
-    return evalrun.run(path, target=targets, out=out, quiet=True, **options)
+def project(tmp_path: Path, suite: str = OWN) -> Path:
+    return matrix_project(tmp_path, suite, targets=TARGETS)
 
 
 def cells(out: Path) -> dict[tuple[str, str, str], str]:

@@ -89,9 +89,7 @@ def test_an_extension_prepares_the_workspace_the_agent_works_in(tmp_path: Path) 
         f"    assert: [{{type: contains, value: 'saw: beforeAll {tmp_path.name} t1'}}]\n"
     )
     out = tmp_path / "out"
-    evalrun.run(
-        tmp_path / "suite.yaml", target="agent", targets=tmp_path / "targets.yaml", out=out
-    )
+    evalrun.run(tmp_path / "suite.yaml", target="agent", targets=tmp_path / "targets.yaml", out=out)
     [result] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert result["status"] == "passed", result
     assert not (tmp_path / "work" / "prepared.txt").exists()  # the template stays as it was

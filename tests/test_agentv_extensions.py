@@ -6,6 +6,7 @@ another workspace."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -31,6 +32,9 @@ def test_agentvs_file_extensions_become_node_setup_scripts() -> None:
     assert argv[-3:] == [str(module), "beforeAll", str(suite.parent)]
     workspace = load_eval(suite).spec.workspace
     assert workspace is not None and "node" in workspace.required_commands
+    # AgentV's eval_dir is absolute however the file was named
+    [from_relative] = node_scripts(Path(os.path.relpath(suite)))
+    assert from_relative[-1] == str(suite.parent)
     # after the environment's own setup, as AgentV runs it
     setup = CORPUS / "workspace-setup-script" / "evals" / "suite.yaml"
     loaded = load_eval(setup)

@@ -68,7 +68,15 @@ def map_extensions(data: dict[str, Any], folder: Path, warnings: Notes) -> None:
             _unsupported(data, at, f"extension {module} is not a module Node runs", warnings)
         else:
             group = "setup" if hook in _BEFORE else "teardown"
-            command = ["node", "--input-type=module", "-e", NODE_CALL, str(path), hook, str(folder)]
+            command = [
+                "node",
+                "--input-type=module",
+                "-e",
+                NODE_CALL,
+                str(path),
+                hook,
+                str(folder.resolve()),
+            ]
             workspace[group] = [*_scripts(workspace.get(group)), {"command": command}]
             commands = workspace.get("required_commands") or []
             workspace["required_commands"] = [

@@ -14,7 +14,9 @@ system under test and the judge), and every case's pass/fail and score are compa
 ``record`` writes ``tests/data/agentv_side/<commit>/agentv-results.jsonl`` (one line per
 case AgentV graded) and ``recording.json`` (the commit, AgentV's version, the command).
 ``compare`` runs evalrun on the same files of ``tests/data/agentv_corpus/<commit>/`` and prints
-every case that differs.
+every case that differs. With ``--agents`` both run AgentV's workspace examples on one scripted
+agent instead (``agent-results.jsonl``; docs/agents.md, "AgentV's workspace examples side by
+side").
 """
 
 from __future__ import annotations

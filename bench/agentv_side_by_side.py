@@ -14,7 +14,9 @@ system under test and the judge), and every case's pass/fail and score are compa
 ``record`` writes ``tests/data/agentv_side/<commit>/agentv-results.jsonl`` (one line per
 case AgentV graded) and ``recording.json`` (the commit, AgentV's version, the command).
 ``compare`` runs evalrun on the same files of ``tests/data/agentv_corpus/<commit>/`` and prints
-every case that differs.
+every case that differs. With ``--agents`` both run AgentV's workspace examples on one scripted
+agent instead (``agent-results.jsonl``; docs/agents.md, "AgentV's workspace examples side by
+side").
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import agentv_side_model  # noqa: E402 (bench/ is not a package)
+import agentv_side_agent  # noqa: E402 (bench/ is not a package)
+import agentv_side_model  # noqa: E402
 import agentv_side_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +63,54 @@ API_KEY = "side-key"
 SCORE_TOLERANCE = 1e-6
 #: The share of cases that must agree (issue #34's bar).
 BAR = 0.95
+#: The label of the scripted agent (``bench/agentv_side_agent.py``) that runs AgentV's
+#: workspace examples in both tools, in place of each file's own agent.
+AGENT_LABEL = "agent"
+#: AgentV's examples with a workspace (``workspace:`` or ``environment:``) and an agent target,
+#: run against the scripted agent (docs/agents.md, "AgentV's workspace examples side by side").
+AGENT_FILES = [
+    "evals/agentic-engineering/agent-plugin-review.eval.yaml",
+    "evals/agentv-self/agentv-self.eval.yaml",
+    "evals/agentv-self/pr-workflow-guard.eval.yaml",
+    "examples/features/docker-workspace/evals/docker-example.EVAL.yaml",
+    "examples/features/file-changes/evals/suite.yaml",
+    "examples/features/file-changes-graders/evals/suite.yaml",
+    "examples/features/file-changes-with-repos/evals/suite.yaml",
+    "examples/features/functional-grading/evals/suite.yaml",
+    "examples/features/repo-lifecycle/evals/suite.yaml",
+    "examples/features/tool-calls-template/evals/suite.yaml",
+    "examples/features/vitest-workspace-grader/evals/suite.yaml",
+    "examples/features/workspace-artifact/evals/suite.yaml",
+    "examples/features/workspace-multi-repo/evals/suite.yaml",
+    "examples/features/workspace-setup-script/evals/dataset-vscode.eval.yaml",
+    "examples/features/workspace-setup-script/evals/suite.yaml",
+    "examples/features/workspace-shared-config/evals/accuracy/suite.yaml",
+    "examples/features/workspace-shared-config/evals/regression/suite.yaml",
+    "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml",
+    "examples/showcase/cross-repo-sync/evals/suite.yaml",
+]
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One recording: where AgentV's results and the TypeScript graders' outputs are kept, and
+    the provider label both tools run every file against (None: each file's own)."""
+
+    results: Path
+    meta: Path
+    bun_outputs: Path
+    provider: str | None
+
+
+LLM_SUITE = Suite(
+    RECORDING / "agentv-results.jsonl", RECORDING / "recording.json", BUN_OUTPUTS, None
+)
+AGENT_SUITE = Suite(
+    RECORDING / "agent-results.jsonl",
+    RECORDING / "agent-recording.json",
+    RECORDING / "bun-agent-graders.jsonl",
+    AGENT_LABEL,
+)
 
 
 @dataclass(frozen=True)
@@ -101,26 +152,40 @@ def eval_files() -> list[str]:
     return found
 
 
-def agentv_providers_yaml() -> str:
+def agentv_providers_yaml(suite: Suite = LLM_SUITE) -> str:
     """AgentV's providers file: every label on the loopback model (AgentV takes the URL and
-    key only as ``{{ env.X }}`` references)."""
+    key only as ``{{ env.X }}`` references), and the scripted agent as a ``cli`` provider
+    writing AgentV's output file."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    return "".join(
+    text = "".join(
         f"- id: openai\n  label: {label}\n  base_url: '{{{{ env.SIDE_BASE_URL }}}}'\n"
         f"  api_key: '{{{{ env.SIDE_API_KEY }}}}'\n  model: {model}\n"
         for label, model in entries
     )
+    if suite.provider is None:
+        return text
+    agent = f"{sys.executable} {agentv_side_agent.__file__}"
+    command = f"{agent} --prompt-file {{PROMPT_FILE}} --output-file {{OUTPUT_FILE}}"
+    return text + f"- id: cli\n  label: {suite.provider}\n  command: {json.dumps(command)}\n"
 
 
-def evalrun_targets_yaml(base_url: str) -> str:
-    """evalrun's targets file: the same labels on the same loopback model."""
+def evalrun_targets_yaml(base_url: str, suite: Suite = LLM_SUITE) -> str:
+    """evalrun's targets file: the same labels on the same loopback model, and the scripted
+    agent as a ``cli`` target printing evalrun's JSONL."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    return "targets:\n" + "".join(
+    text = "targets:\n" + "".join(
         f"  - name: {label}\n    kind: openai\n    model: {model}\n"
         f"    base_url: {base_url}\n    api_key_env: SIDE_API_KEY\n"
         for label, model in entries
+    )
+    if suite.provider is None:
+        return text
+    command = json.dumps([sys.executable, agentv_side_agent.__file__])
+    return text + (
+        f"  - name: {suite.provider}\n    kind: cli\n    command: {command}\n"
+        "    transcript: jsonl\n    max_retries: 0\n"
     )
 
 
@@ -138,6 +203,8 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
             test_id = f"{test_id}#{seen[test_id]}"
         status = row.get("execution_status", "")
         graders = ", ".join(f"{s.get('name')}={s.get('score')}" for s in row.get("scores") or [])
+        if row.get("error"):
+            graders = f"{graders} ({str(row['error'])[:300]})".lstrip()
         yield CaseOutcome(
             file=file,
             id=test_id,
@@ -152,7 +219,25 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
         )
 
 
-def record(agentv_src: Path, bun: str, files: list[str]) -> None:
+def scratch_checkout(agentv_src: Path, scratch: Path) -> Path:
+    """A checkout of AgentV to run the workspace examples in: AgentV's agent works in a host
+    environment's ``workdir`` itself, so the examples are copied (the build stays as built) and
+    committed, since some of their hooks look for the repository's root as in AgentV's own
+    clone; the rest (the build, its ``node_modules``) is linked."""
+    checkout = scratch / "agentv"
+    checkout.mkdir()
+    for entry in agentv_src.iterdir():
+        if entry.name in ("examples", "evals"):
+            shutil.copytree(entry, checkout / entry.name, symlinks=True)
+        else:
+            (checkout / entry.name).symlink_to(entry)
+    git = ["git", "-c", "user.name=side", "-c", "user.email=side@localhost"]
+    for step in (["init", "-q"], ["add", "examples", "evals"], ["commit", "-qm", "examples"]):
+        subprocess.run([*git, *step], cwd=checkout, check=True, capture_output=True)
+    return checkout
+
+
+def record(agentv_src: Path, bun: str, files: list[str], suite: Suite = LLM_SUITE) -> None:
     """Run AgentV on each file and write its per-case results as test data."""
     cli = agentv_src / "apps" / "cli" / "dist" / "cli.js"
     version = subprocess.run(
@@ -160,12 +245,20 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
     ).stdout.strip()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
+        where = (
+            agentv_src if suite.provider is None else scratch_checkout(agentv_src, Path(scratch))
+        )
         providers = Path(scratch) / "providers.yaml"
-        providers.write_text(agentv_providers_yaml(), encoding="utf-8")
+        providers.write_text(agentv_providers_yaml(suite), encoding="utf-8")
         server = agentv_side_model.start()
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         # AgentV gets the real bun (it runs on it) and the same failing uv as evalrun
-        tools = agentv_side_tools.install(Path(scratch) / "tools", "replay", store=BUN_OUTPUTS)
+        tools = agentv_side_tools.install(
+            Path(scratch) / "tools",
+            "replay",
+            store=suite.bun_outputs,
+            uv_runs_python=suite.provider is not None,
+        )
         (tools / "bun").unlink()
         path = f"{tools}{os.pathsep}{Path(bun).parent}{os.pathsep}{os.environ['PATH']}"
         env = {**os.environ, **ENV, "SIDE_BASE_URL": base_url, "SIDE_API_KEY": API_KEY}
@@ -176,7 +269,9 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
                 command = [bun, str(cli), "eval", "run", file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
                 command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
-                subprocess.run(command, cwd=agentv_src, env=env, capture_output=True, timeout=600)
+                if suite.provider is not None:
+                    command += ["--provider", suite.provider]
+                subprocess.run(command, cwd=where, env=env, capture_output=True, timeout=600)
                 index = out / ".internal" / "index.jsonl"
                 found = list(agentv_outcomes(index, file)) if index.exists() else []
                 print(f"{file}: {len(found)} cases", file=sys.stderr)
@@ -186,26 +281,31 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
     RECORDING.mkdir(parents=True, exist_ok=True)
     # evalrun on AgentV's own checkout (where the TypeScript graders find AgentV's built SDK),
     # the bun stand-in keeping what each grader printed, for the replay in CI
-    BUN_OUTPUTS.unlink(missing_ok=True)
+    suite.bun_outputs.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        evalrun_outcomes(files, Path(scratch), root=agentv_src, mode="record", real_bun=bun)
+        where = (
+            agentv_src if suite.provider is None else scratch_checkout(agentv_src, Path(scratch))
+        )
+        evalrun_outcomes(files, Path(scratch), root=where, mode="record", real_bun=bun, suite=suite)
     lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
-    (RECORDING / "agentv-results.jsonl").write_text(lines, encoding="utf-8")
+    suite.results.write_text(lines, encoding="utf-8")
     meta = {
         "agentv_commit": FULL_COMMIT,
         "agentv_version": version,
         "command": "agentv eval run FILE --providers PROVIDERS --grader-provider grader "
         "--output DIR --workers 1 (cwd: AgentV's checkout; one run per file)",
-        "providers_yaml": agentv_providers_yaml(),
+        "providers_yaml": agentv_providers_yaml(suite),
         "env": ENV,
         "files": files,
     }
-    (RECORDING / "recording.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    if suite.provider is not None:
+        meta["command"] += f" --provider {suite.provider}"
+    suite.meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def recorded() -> list[CaseOutcome]:
+def recorded(suite: Suite = LLM_SUITE) -> list[CaseOutcome]:
     """AgentV's recorded cases."""
-    path = RECORDING / "agentv-results.jsonl"
+    path = suite.results
     return [
         CaseOutcome(**json.loads(line))
         for line in path.read_text(encoding="utf-8").splitlines()
@@ -220,6 +320,7 @@ def evalrun_outcomes(
     root: Path = CORPUS,
     mode: str = "replay",
     real_bun: str | None = None,
+    suite: Suite = LLM_SUITE,
 ) -> list[CaseOutcome]:
     """Run evalrun (its Python API, one run per file) on ``root``'s copies of ``files``, with
     the ``uv`` and ``bun`` stand-ins first on PATH (``mode``: record or replay bun)."""
@@ -229,8 +330,14 @@ def evalrun_outcomes(
     server = agentv_side_model.start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     targets = scratch / "targets.yaml"
-    targets.write_text(evalrun_targets_yaml(base_url), encoding="utf-8")
-    tools = agentv_side_tools.install(scratch / "tools", mode, store=BUN_OUTPUTS, real_bun=real_bun)
+    targets.write_text(evalrun_targets_yaml(base_url, suite), encoding="utf-8")
+    tools = agentv_side_tools.install(
+        scratch / "tools",
+        mode,
+        store=suite.bun_outputs,
+        real_bun=real_bun,
+        uv_runs_python=suite.provider is not None,
+    )
     saved = {name: os.environ.get(name) for name in [*ENV, "SIDE_API_KEY", "PATH"]}
     os.environ.update({**ENV, "SIDE_API_KEY": API_KEY})
     os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -242,6 +349,7 @@ def evalrun_outcomes(
                     str(root / file),
                     out=str(scratch / f"run-{number}"),
                     targets=str(targets),
+                    target=suite.provider,
                     judge=JUDGE_LABEL,
                     no_cache=True,
                     quiet=True,
@@ -258,7 +366,8 @@ def evalrun_outcomes(
                         passed=case.status == "passed",
                         score=case.score,
                         detail=f"{case.status}: "
-                        + ", ".join(f"{g.name}={g.score}" for g in case.graders),
+                        + ", ".join(f"{g.name}={g.score}" for g in case.graders)
+                        + (f" ({case.error[:300]})" if case.error else ""),
                         scripts={g.name: g.score for g in case.graders},
                     )
                 )
@@ -359,6 +468,16 @@ class Comparison:
     def meets_bar(self) -> bool:
         return self.agree >= BAR * len(self.agentv)
 
+    def table(self) -> str:
+        """Every case, AgentV's verdict and score beside evalrun's, as a Markdown table."""
+        by_key = {case.key(): case for case in self.evalrun}
+        lines = ["| file | test | AgentV | evalrun |", "|---|---|---|---|"]
+        for theirs in self.agentv:
+            mine = by_key.get(theirs.key())
+            ours = "no result" if mine is None else verdict(mine)
+            lines.append(f"| `{theirs.file}` | `{theirs.id}` | {verdict(theirs)} | {ours} |")
+        return "\n".join(lines)
+
     def report(self) -> str:
         share = self.agree / max(len(self.agentv), 1)
         lines = [f"{self.agree} of {len(self.agentv)} cases agree ({share:.1%})"]
@@ -375,10 +494,18 @@ class Comparison:
         return "\n".join(lines)
 
 
-def run_comparison(scratch: Path) -> Comparison:
-    agentv = recorded()
+def verdict(case: CaseOutcome) -> str:
+    """A case as the tables show it: ``pass 1.0``, ``fail 0.5``, or the error it ended in."""
+    if case.detail.startswith(("execution_error", "error")):
+        return "error"
+    score = "no score" if case.score is None else f"{case.score:.3g}"
+    return f"{'pass' if case.passed else 'fail'} {score}"
+
+
+def run_comparison(scratch: Path, suite: Suite = LLM_SUITE) -> Comparison:
+    agentv = recorded(suite)
     files = sorted({case.file for case in agentv})
-    ours = evalrun_outcomes(files, scratch)
+    ours = evalrun_outcomes(files, scratch, suite=suite)
     return Comparison(agentv, ours, compare(agentv, ours))
 
 
@@ -421,18 +548,26 @@ def main() -> int:
     rec.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     rec.add_argument("--bun", default=shutil.which("bun") or "bun")
     rec.add_argument("files", nargs="*", help="corpus-relative eval files (default: all)")
-    commands.add_parser("compare", help="run evalrun and compare with the recording")
+    cmp = commands.add_parser("compare", help="run evalrun and compare with the recording")
+    for command in (rec, cmp):
+        command.add_argument(
+            "--agents", action="store_true", help="the workspace examples, on the scripted agent"
+        )
     check = commands.add_parser("grader-check", help="evalrun grader check on AgentV's TS graders")
     check.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     args = parser.parse_args()
     if args.command == "record":
-        record(args.agentv.resolve(), args.bun, args.files or eval_files())
+        suite = AGENT_SUITE if args.agents else LLM_SUITE
+        files = args.files or (AGENT_FILES if args.agents else eval_files())
+        record(args.agentv.resolve(), args.bun, files, suite)
         return 0
     if args.command == "grader-check":
         print("\n".join(grader_check(args.agentv.resolve(), eval_files())))
         return 0
     with tempfile.TemporaryDirectory() as scratch:
-        comparison = run_comparison(Path(scratch))
+        comparison = run_comparison(Path(scratch), AGENT_SUITE if args.agents else LLM_SUITE)
+    if args.agents:
+        print(comparison.table())
     print(comparison.report())
     return 0 if comparison.meets_bar() else 1
 

@@ -2,7 +2,9 @@
 tools (docs/eval-files.md, "Side by side with AgentV").
 
 - ``uv`` is absent for both: a stand-in that fails as a missing program would, so AgentV's
-  Python-on-uv graders fail alike in both tools, however the machine is set up.
+  Python-on-uv graders fail alike in both tools, however the machine is set up. On the
+  workspace examples (docs/agents.md), whose graders read what the agent changed, it runs
+  ``uv run SCRIPT`` with this Python instead, for both tools alike.
 - ``bun`` runs AgentV's TypeScript graders. Recording, the stand-in runs the real bun and keeps
   each grader's stdout and exit status under a key made of its command and the payload's
   text; replaying (CI, where there is no bun), it answers from what was kept. A payload it has
@@ -32,6 +34,9 @@ def key(argv: list[str], payload: bytes) -> str:
     except ValueError:
         document = {"raw": payload.decode("utf-8", "replace")}
     picked = {k: document.get(k) for k in KEYED} if isinstance(document, dict) else document
+    if isinstance(document, dict) and document.get("file_changes") is not None:
+        # a workspace case's grader reads the diff (its paths are relative, so stable)
+        picked["file_changes"] = document["file_changes"]
     # evalrun passes scripts by absolute path: keyed relative to the grader's folder, so the
     # AgentV checkout of the recording and the corpus copy of the replay give the same key
     here = os.getcwd()
@@ -40,10 +45,19 @@ def key(argv: list[str], payload: bytes) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def install(folder: Path, mode: str, *, store: Path, real_bun: str | None = None) -> Path:
+def install(
+    folder: Path,
+    mode: str,
+    *,
+    store: Path,
+    real_bun: str | None = None,
+    uv_runs_python: bool = False,
+) -> Path:
     """Write the ``uv`` and ``bun`` stand-ins into ``folder`` (put it first on PATH)."""
     folder.mkdir(parents=True, exist_ok=True)
     uv = "#!/bin/sh\necho 'uv: not available in the side-by-side check' >&2\nexit 127\n"
+    if uv_runs_python:
+        uv = f'#!/bin/sh\n[ "$1" = run ] && shift\nexec "{sys.executable}" "$@"\n'
     env = f"SIDE_STORE='{store}' SIDE_REAL_BUN='{real_bun or ''}'"
     bun = f'#!/bin/sh\n{env} exec "{sys.executable}" "{Path(__file__).resolve()}" {mode} "$@"\n'
     for name, text in (("uv", uv), ("bun", bun)):

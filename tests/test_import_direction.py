@@ -31,6 +31,7 @@ BASE = ERRORS | {
     "evalrun.yamlsource",
     "evalrun.loopback",
     "evalrun.userdirs",
+    "evalrun.argvpaths",
 }
 #: The records every stage after their maker carries: the judge-call record (made by the proxy)
 #: and the agent transcript (read by a cli target, graded and written to the bundle).
@@ -52,6 +53,7 @@ ALLOWED: dict[str, set[str]] = {
     "evalrun.loopback": set(),
     "evalrun.errors": set(),
     "evalrun.userdirs": set(),
+    "evalrun.argvpaths": set(),
     "evalrun.judgecall": set(),
     "evalrun.telemetry": ERRORS | RECORDS | FORMATS,  # the records and results it makes spans of
     "evalrun.transcripts": ERRORS,

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from evalrun.argvpaths import absolute_paths
 from evalrun.judgecall import JudgeCall
 from evalrun.launcher.bytecode import strict_binds
 from evalrun.launcher.deterministic import run_deterministic
@@ -191,12 +192,4 @@ def _resolve_argv(argv: list[str], eval_dir: Path) -> list[str]:
     """Relative paths in argv resolve from the eval file's folder (docs/eval-files.md), bare
     names after the program too (``python grader.py``): a ``strict`` grader runs in a scratch
     folder of its own, not there. A bare program name stays a PATH lookup."""
-    out = []
-    for index, part in enumerate(argv):
-        candidate = eval_dir / part
-        path_like = index > 0 or "/" in part or part.startswith(".")
-        if path_like and not Path(part).is_absolute() and candidate.exists():
-            out.append(str(candidate.resolve()))
-        else:
-            out.append(part)
-    return out
+    return absolute_paths(argv, eval_dir)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from evalrun.argvpaths import existing
 from evalrun.errors import UserError
 
 Level = Literal["none", "process", "strict"]
@@ -125,7 +126,7 @@ def _shown_again(folder: Path, argv: Sequence[str], hidden: Sequence[Path]) -> l
     wanted = [folder, *_OWN, *([Path(program).resolve().parent] if program else [])]
     for part in argv:
         path = Path(part)
-        if path.is_absolute() and path.exists():
+        if path.is_absolute() and existing(path):
             wanted.append(path if path.is_dir() else path.parent)
     under = [p for p in dict.fromkeys(wanted) if any(p.is_relative_to(h) for h in hidden)]
     return [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalrun.spec.agentv_extensions import map_extensions
 from evalrun.spec.agentv_extras import AgentVProblem
 from evalrun.yamlsource import LineMap, SourceError, load_yaml_with_lines
 
@@ -52,6 +53,7 @@ def map_workspaces(data: Any, folder: Path, warnings: Notes, lines: LineMap) -> 
         for i, case in enumerate(tests):
             if isinstance(case, dict):
                 _map_one(case, ("tests", i), folder, warnings, lines)
+    map_extensions(data, folder, warnings)
 
 
 def _map_one(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.argvpaths import absolute_paths
 from evalrun.errors import EvalrunError
 from evalrun.spec.workspace import WorkspaceScript
 
@@ -66,16 +67,7 @@ def script_argv(
     """The argv to run: placeholders filled, relative paths that exist from the eval file's
     folder made absolute (as a grader's argv, docs/eval-files.md); a bare program name stays a
     PATH lookup."""
-    out = []
-    for index, part in enumerate(script.argv):
-        part = ctx.fill(part, workspace)
-        candidate = eval_dir / part
-        path_like = index > 0 or "/" in part or part.startswith(".")
-        if path_like and not Path(part).is_absolute() and candidate.exists():
-            out.append(str(candidate.resolve()))
-        else:
-            out.append(part)
-    return out
+    return absolute_paths((ctx.fill(part, workspace) for part in script.argv), eval_dir)
 
 
 async def run_script(

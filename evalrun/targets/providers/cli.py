@@ -19,6 +19,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from evalrun.argvpaths import absolute_paths
 from evalrun.errors import ConfigError
 from evalrun.targets.base import (
     AgentPlace,
@@ -168,15 +169,7 @@ def _absolute(argv: list[str], base: Path) -> list[str]:
     """Paths in argv that exist from ``base`` (the target's own ``cwd``, or where evalrun runs)
     made absolute, since a case's agent runs in its workspace instead; a bare program name
     stays a PATH lookup (docs/targets.md)."""
-    out = []
-    for index, part in enumerate(argv):
-        path_like = index > 0 or "/" in part or part.startswith(".")
-        candidate = base / part
-        if path_like and part and not Path(part).is_absolute() and candidate.exists():
-            out.append(str(candidate.resolve()))
-        else:
-            out.append(part)
-    return out
+    return absolute_paths(argv, base)
 
 
 def _with_files(argv: list[str], files: list[str]) -> list[str]:

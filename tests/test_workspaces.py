@@ -201,7 +201,8 @@ def test_a_failed_setup_is_the_cases_error_and_teardown_still_runs(
             graders: [{{name: diff, command: [python, grader.py]}}]
         """,
     )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    # the teardown's note is written outside its workspace: no sandbox (test_script_sandbox.py)
+    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
     assert result["status"] == "error"
     assert result["error"].startswith("workspace: workspace setup[0]: ")
     assert message in result["error"]

@@ -305,7 +305,7 @@ class CaseGrader:
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt
         ) as answered:
-            tools = tool_use_for(self.plan, case)
+            tools = tool_use_for(self.plan, case, self._agent_masks())
             if tools is None:
                 response = await target.complete(request)
             else:  # docs/agents.md, "Model targets with tools"

@@ -19,7 +19,7 @@ from evalrun.launcher.environment import own_python
 from evalrun.launcher.sandbox import why_unavailable
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
-from evalrun.spec.tools import ToolSpec
+from evalrun.spec.tools import ToolSpec, choice_problem, tools_for
 from evalrun.spec.workspace import WorkspaceSpec, merged
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
@@ -72,6 +72,8 @@ class CaseSurvey:
     sandboxed_workspace: tuple[Any, ...] | None = None
     #: Some workspace has setup or teardown scripts (docs/agents.md, "The scripts' sandbox").
     workspace_scripts: bool = False
+    #: Each ``tool_choice`` its case's tools cannot take, where it is set (docs/agents.md).
+    choices: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
 
     @property
     def runs_scripts(self) -> bool:
@@ -98,6 +100,11 @@ def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
         survey.tools += [(("tests", case.index, "tools", j), t) for j, t in enumerate(case.tools)]
+        choice = case.tool_choice or loaded.spec.tool_choice
+        problem = choice and choice_problem(choice, tools_for(loaded.spec.tools, case.tools))
+        if problem:
+            at = ("tests", case.index) if case.tool_choice is not None else ()
+            survey.choices.append(((*at, "tool_choice"), problem))
         survey.graders += [
             (("tests", case.index, "turns", i, "graders", j), g) for i, j, g in case.turn_graders
         ]
@@ -130,6 +137,7 @@ def check_eval(
     problems += _check_rubric(loaded)
     problems += _check_workspaces(loaded)
     problems += _check_agent_sandbox(loaded, survey)
+    problems += [f"{loaded.where(at)}: {message}" for at, message in survey.choices]
     return list(dict.fromkeys(problems))
 
 

@@ -12,7 +12,7 @@ from evalrun.launcher.environment import grader_environment, own_python
 from evalrun.launcher.sandbox import Level, script_wrap
 from evalrun.runner.plan import RunPlan
 from evalrun.spec.models import TestCase
-from evalrun.spec.tools import DEFAULT_MAX_TURNS, ToolSpec, tools_for
+from evalrun.spec.tools import DEFAULT_MAX_TURNS, ToolChoice, ToolSpec, choice_wire, tools_for
 from evalrun.targets import MockedResult, MockTool, Toolbox
 
 
@@ -31,7 +31,8 @@ def tool_use_for(plan: RunPlan, case: TestCase, masked: Sequence[Path]) -> ToolU
     if not tools:
         return None
     names = plan.pool.secret_env_names()
-    box = toolbox(tools, plan.loaded.folder, names, plan.sandbox.default, masked)
+    choice = case.tool_choice or spec.tool_choice
+    box = toolbox(tools, plan.loaded.folder, names, plan.sandbox.default, masked, choice)
     return ToolUse(box, case.max_turns or spec.max_turns or DEFAULT_MAX_TURNS)
 
 
@@ -41,6 +42,7 @@ def toolbox(
     secret_names: Iterable[str],
     level: Level = "none",
     masked: Sequence[Path] = (),
+    choice: ToolChoice = None,
 ) -> Toolbox:
     """The tools as the target's loop runs them, their scripts started in ``folder``, each in
     a sandbox of ``level`` where it may write nothing but its private ``/tmp``."""
@@ -50,6 +52,7 @@ def toolbox(
         cwd=cwd,
         env=grader_environment(secret_names=secret_names),
         wrap=partial(_wrapped, level, cwd, tuple(masked)),
+        choice=choice_wire(choice),
     )
 
 

@@ -1,5 +1,6 @@
-"""``tools:`` and ``max_turns:`` of an eval file: the tools a model target is offered and the
-mocked results evalrun answers its calls with (docs/agents.md, "Model targets with tools").
+"""``tools:``, ``max_turns:`` and ``tool_choice:`` of an eval file: the tools a model target is
+offered, the mocked results evalrun answers its calls with, and whether the model must call one
+(docs/agents.md, "Model targets with tools").
 
 A suite declares tools once; a test may add its own and re-declare a suite tool by name to give
 it this test's mocked results (:func:`tools_for`).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -143,3 +144,45 @@ def unique_names(tools: list[ToolSpec]) -> list[ToolSpec]:
 Tools = Annotated[list[ToolSpec], AfterValidator(unique_names)]
 #: ``max_turns:``: the most model calls one case's tool loop makes
 MaxTurns = Annotated[int | None, Field(ge=1)]
+
+
+class NamedTool(BaseModel):
+    """``tool_choice: {name: NAME}``: the model must call this tool (OpenAI's nested form,
+    ``{type: function, function: {name}}``, is read too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_openai_form(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("function"), dict):
+            if data.get("type", "function") != "function":
+                raise ValueError(f"tool_choice can name a function tool, not {data['type']!r}")
+            return {"name": data["function"].get("name")}
+        return data
+
+
+#: ``tool_choice:``: may the model call a tool (``auto``), must it (``required``), may it not
+#: (``none``), or must it call this one
+ToolChoice = Literal["auto", "none", "required"] | NamedTool | None
+
+
+def choice_problem(choice: ToolChoice, tools: list[ToolSpec]) -> str | None:
+    """Why ``choice`` cannot be asked of these tools, or None."""
+    if choice is None:
+        return None
+    if not tools:
+        return "tool_choice is set, but no tools are offered"
+    names = [tool.name for tool in tools]
+    if isinstance(choice, NamedTool) and choice.name not in names:
+        return f"tool_choice names '{choice.name[:80]}', which is not offered (tools: {', '.join(names)})"
+    return None
+
+
+def choice_wire(choice: ToolChoice) -> str | dict[str, Any] | None:
+    """The choice in OpenAI's shape, which every provider translates (docs/targets.md)."""
+    if isinstance(choice, NamedTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice

@@ -96,9 +96,19 @@ class Toolbox:
     cwd: Path
     env: Mapping[str, str]
     wrap: Callable[[Sequence[str]], list[str]] = _as_is
+    #: OpenAI's ``tool_choice`` (None: unset, the provider's default)
+    choice: str | dict[str, Any] | None = None
 
     def offered(self) -> list[dict[str, Any]]:
         return [tool.offered() for tool in self.tools]
+
+    def choice_for(self, call: int) -> str | dict[str, Any] | None:
+        """The choice sent with the loop's ``call``-th model call: a call that must use a tool
+        (``required``, a named tool) is forced once, then ``auto``, so a forced call cannot
+        repeat until ``max_turns`` (docs/agents.md, "tool_choice")."""
+        if call > 1 and (self.choice == "required" or isinstance(self.choice, dict)):
+            return "auto"
+        return self.choice
 
     async def answer(self, name: str, raw_arguments: Any, call_id: str) -> tuple[Any, Answer]:
         """The call's arguments (an object, or the text the model sent when it is not one) and

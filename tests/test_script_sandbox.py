@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +18,11 @@ from typing import Any
 
 import pytest
 from targets_helpers import FakeServer, Reply, Seen
+from toolloop_helpers import chat_reply, tool_call
 
 import evalrun
 from evalrun.launcher.sandbox import why_unavailable
+from tests.fault_helpers import holding
 
 pytestmark = pytest.mark.skipif(why_unavailable() is not None, reason=str(why_unavailable()))
 
@@ -90,30 +91,8 @@ def hostile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[st
         home_secret.unlink()
         for mode in ("setup", "tool"):
             Path(f"{info['home_write']}-{mode}").unlink(missing_ok=True)
-        for pid in _processes_with(token):
+        for pid in holding(token, grace=0):
             os.kill(pid, signal.SIGKILL)
-
-
-def _processes_with(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def _gone(token: str) -> bool:
-    """No process of ``token`` left, once the kernel has ended a finished sandbox's PID
-    namespace (it kills what is left there as the namespace's first process exits)."""
-    for _ in range(50):
-        if not _processes_with(token):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _setup_reports(tmp_path: Path, hostile: dict[str, Any], level: str) -> dict[str, Any]:
@@ -154,20 +133,10 @@ def _tool_report(tmp_path: Path, hostile: dict[str, Any], level: str) -> dict[st
     """A model calls the hostile tool once and answers with its result: the script's report."""
 
     def model(seen: Seen) -> Reply:
-        messages = seen.json()["messages"]
-        message: dict[str, Any] = {"role": "assistant", "content": None}
-        if messages[-1]["role"] == "tool":
-            message["content"] = messages[-1]["content"]
-        else:
-            call = {"name": "probe", "arguments": "{}"}
-            message["tool_calls"] = [{"id": "call_1", "type": "function", "function": call}]
-        return Reply(
-            body={
-                "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        )  # fmt: skip
+        last = seen.json()["messages"][-1]
+        if last["role"] == "tool":
+            return chat_reply({"role": "assistant", "content": last["content"]})
+        return chat_reply(tool_call("call_1", "probe", {}))
 
     argv = ["python", "hostile.py", "tool", *hostile["argv"]]
     (tmp_path / "t.eval.yaml").write_text(
@@ -204,7 +173,7 @@ def _assert_held(report: dict[str, Any], tmp_path: Path, hostile: dict[str, Any]
     assert "mock" not in report["targets"] and "openai" not in report["targets"]  # masked
     assert report["home_secret"] == "FileNotFoundError"  # the home folder is not the user's
     assert report["env"] == ["HOSTILE_PLAIN"]  # the run's secrets are left out
-    assert _gone(hostile["token"])  # died with the sandbox
+    assert holding(hostile["token"]) == []  # died with the sandbox
 
 
 SLOW_LEVELS = [pytest.param("strict", marks=pytest.mark.slow), "process"]
@@ -242,6 +211,6 @@ def test_without_a_sandbox_the_same_scripts_reach_everything(
         assert "mock" in report["targets"] or "openai" in report["targets"]
         assert report["home_secret"] == "HOME-SECRET"
         assert report["env"] == ["HOSTILE_PLAIN"]  # scrubbed with or without a sandbox
-        assert _processes_with(hostile["token"]) != []
+        assert holding(hostile["token"], grace=0) != []
         if mode == "setup":
             assert report["others"] == ["SECRET-first"]

@@ -5,15 +5,13 @@ checked against the official SDKs in tests/test_targets_conformance.py."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
-from targets_helpers import FakeServer, Reply, Seen
+from targets_helpers import Reply, Seen
+from toolloop_helpers import chat_reply, grade_one, tool_call
 
-from evalrun.results.models import CaseResult
-from evalrun.runner.case_grader import CaseGrader
 from evalrun.runner.options import RunOptions
 from evalrun.runner.plan import plan_run
 from evalrun.runner.preflight import PreflightError
@@ -26,20 +24,10 @@ UNSET = object()
 
 def model(seen: Seen) -> Reply:
     """Calls ``lookup`` once, then answers with its result."""
-    messages = seen.json()["messages"]
-    message: dict[str, Any] = {"role": "assistant", "content": None}
-    if messages[-1]["role"] == "tool":
-        message["content"] = f"it is {messages[-1]['content']}"
-    else:
-        call = {"name": "lookup", "arguments": "{}"}
-        message["tool_calls"] = [{"id": "c1", "type": "function", "function": call}]
-    return Reply(
-        body={
-            "id": "r", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-    )  # fmt: skip
+    last = seen.json()["messages"][-1]
+    if last["role"] == "tool":
+        return chat_reply({"role": "assistant", "content": f"it is {last['content']}"})
+    return chat_reply(tool_call("c1", "lookup", {}))
 
 
 def _eval(suite: str | None, test: str | None, tools: tuple[str, ...] = ("lookup",)) -> str:
@@ -52,29 +40,6 @@ def _eval(suite: str | None, test: str | None, tools: tuple[str, ...] = ("lookup
         + "tests:\n  - id: one\n    input: colour?\n"
         + (f"    tool_choice: {test}\n" if test else "")
     )
-
-
-def _grade(folder: Path, text: str) -> tuple[CaseResult, list[Seen]]:
-    path = folder / "t.eval.yaml"
-    path.write_text(text)
-    options = RunOptions(out=folder / "out", stores=StoreOptions(), quiet=True, sandbox="none")
-
-    async def grade(url: str) -> CaseResult:
-        (folder / "targets.yaml").write_text(
-            f"targets:\n  - {{name: gpt, kind: openai, model: m, base_url: '{url}', "
-            "max_retries: 0}\n"
-        )
-        plan = plan_run(load_eval(path), options)
-        grader = CaseGrader(plan)
-        try:
-            (case,) = plan.cases
-            return (await grader.grade(case, 0))[0]
-        finally:
-            await grader.aclose()
-            await plan.close()
-
-    with FakeServer(model) as server:
-        return asyncio.run(grade(server.url)), server.seen
 
 
 @pytest.mark.parametrize(
@@ -92,7 +57,7 @@ def _grade(folder: Path, text: str) -> tuple[CaseResult, list[Seen]]:
 def test_the_choice_is_sent_with_the_loops_model_calls(
     tmp_path: Path, suite: str | None, test: str | None, first: Any, then: Any
 ) -> None:
-    result, seen = _grade(tmp_path, _eval(suite, test))
+    result, seen = grade_one(tmp_path, _eval(suite, test), model)
     assert (result.status, result.output) == ("passed", "it is blue")
     sent = [request.json().get("tool_choice", UNSET) for request in seen]
     assert sent == [first, then]

@@ -5,19 +5,13 @@ the steps and the cost of turns 1..k. A loopback fake model in OpenAI's wire for
 
 from __future__ import annotations
 
-import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
-from targets_helpers import FakeServer, Reply, Seen
+from targets_helpers import Reply, Seen
+from toolloop_helpers import chat_reply, grade_one, tool_call
 
 from evalrun.results.models import CaseResult
-from evalrun.runner.case_grader import CaseGrader
-from evalrun.runner.options import RunOptions
-from evalrun.runner.plan import plan_run
-from evalrun.spec.loader import load_eval
-from evalrun.targets import StoreOptions
 
 EVAL = """\
 target: gpt
@@ -49,47 +43,16 @@ def model(seen: Seen) -> Reply:
     result; on a user turn that says ``loop`` it keeps asking."""
     messages = seen.json()["messages"]
     turn = sum(1 for m in messages if m["role"] == "user")
-    message: dict[str, Any] = {"role": "assistant", "content": None}
     last = messages[-1]
     if last["role"] == "tool" and "loop" not in _last_user(messages):
-        message["content"] = f"turn {turn} saw {last['content']}"
-    else:
-        call = {"name": "lookup", "arguments": json.dumps({"n": turn})}
-        message["tool_calls"] = [{"id": f"c{len(messages)}", "type": "function", "function": call}]
-    return Reply(
-        body={
-            "id": "r", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 1, "total_tokens": 11},
-        }
-    )  # fmt: skip
+        return chat_reply(
+            {"role": "assistant", "content": f"turn {turn} saw {last['content']}"}, 10
+        )
+    return chat_reply(tool_call(f"c{len(messages)}", "lookup", {"n": turn}), 10)
 
 
 def _last_user(messages: list[dict[str, Any]]) -> str:
     return next(str(m["content"]) for m in reversed(messages) if m["role"] == "user")
-
-
-def _grade(folder: Path, text: str) -> tuple[CaseResult, list[Seen]]:
-    path = folder / "t.eval.yaml"
-    path.write_text(text)
-    options = RunOptions(out=folder / "out", stores=StoreOptions(), quiet=True, sandbox="none")
-
-    async def grade(url: str) -> CaseResult:
-        (folder / "targets.yaml").write_text(
-            f"targets:\n  - {{name: gpt, kind: openai, model: m, base_url: '{url}', "
-            "max_retries: 0}\n"
-        )
-        plan = plan_run(load_eval(path), options)
-        grader = CaseGrader(plan)
-        try:
-            (case,) = plan.cases
-            return (await grader.grade(case, 0))[0]
-        finally:
-            await grader.aclose()
-            await plan.close()
-
-    with FakeServer(model) as server:
-        return asyncio.run(grade(server.url)), server.seen
 
 
 def _steps(result: CaseResult) -> list[tuple[str, str | None, list[Any]]]:
@@ -101,7 +64,7 @@ def _steps(result: CaseResult) -> list[tuple[str, str | None, list[Any]]]:
 
 
 def test_each_turn_runs_a_tool_loop_and_graders_see_every_turn(tmp_path: Path) -> None:
-    result, seen = _grade(tmp_path, EVAL.format(max_turns=4))
+    result, seen = grade_one(tmp_path, EVAL.format(max_turns=4), model)
     assert all(
         [t["function"]["name"] for t in request.json()["tools"]] == ["lookup"] for request in seen
     )
@@ -129,7 +92,7 @@ def test_a_tool_loop_that_stops_on_turn_two_keeps_every_step_and_its_cost(
     tmp_path: Path,
 ) -> None:
     text = EVAL.format(max_turns=3).replace("input: second", "input: second, loop")
-    result, seen = _grade(tmp_path, text)
+    result, seen = grade_one(tmp_path, text, model)
     assert len(seen) == 5  # turn 1's two calls, then turn 2's three, all asking for tools
     assert result.status == "error" and result.error is not None
     assert result.error.startswith("target 'gpt' failed on turn 2: the tool loop reached max_turns")

@@ -22,6 +22,17 @@ MOCK_KEYS = frozenset({"result", "results", "command"})
 DEFAULT_MAX_TURNS = 10
 
 
+def _function_of(data: Any, refusal: str) -> dict[str, Any] | None:
+    """The ``function`` of OpenAI's nested form (``{type: function, function: {...}}``), or
+    None when ``data`` is not in that form."""
+    if not isinstance(data, dict) or not isinstance(data.get("function"), dict):
+        return None
+    if data.get("type", "function") != "function":
+        raise ValueError(f"{refusal}, not {data['type']!r}")
+    function: dict[str, Any] = data["function"]
+    return function
+
+
 class MockedResult(BaseModel):
     """One entry of ``results:``: this result when the call's arguments contain ``arguments``."""
 
@@ -51,12 +62,11 @@ class ToolSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _accept_openai_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("function"), dict):
-            if data.get("type", "function") != "function":
-                raise ValueError(f"only function tools can be offered, not {data['type']!r}")
-            rest = {k: v for k, v in data.items() if k not in ("type", "function")}
-            return {**data["function"], **rest}
-        return data
+        function = _function_of(data, "only function tools can be offered")
+        if function is None:
+            return data
+        rest = {k: v for k, v in data.items() if k not in ("type", "function")}
+        return {**function, **rest}
 
     @field_validator("name")
     @classmethod
@@ -157,11 +167,8 @@ class NamedTool(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _accept_openai_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("function"), dict):
-            if data.get("type", "function") != "function":
-                raise ValueError(f"tool_choice can name a function tool, not {data['type']!r}")
-            return {"name": data["function"].get("name")}
-        return data
+        function = _function_of(data, "tool_choice can name a function tool")
+        return data if function is None else {"name": function.get("name")}
 
 
 #: ``tool_choice:``: may the model call a tool (``auto``), must it (``required``), may it not

@@ -231,6 +231,29 @@ def working_in(folder: Path, grace: float = 5.0) -> list[int]:
     return alive
 
 
+def holding(token: str, grace: float = 5.0) -> list[int]:
+    """Processes still running after ``grace`` seconds whose command line holds ``token`` (a
+    process a test's program left behind, seen from the host)."""
+
+    def scan() -> list[int]:
+        found = []
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if token.encode() in f.read() and running(pid):
+                        found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    deadline = time.monotonic() + grace
+    alive = scan()
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = scan()
+    return alive
+
+
 def port_closed(url: str) -> bool:
     """True when nothing accepts connections at ``url`` any more."""
     parts = urlsplit(url)

@@ -634,3 +634,48 @@ def test_agentv_turns_load_with_their_graders_and_expected_output(tmp_path: Path
     ]
     assert [m.text() for m in second.expected_messages] == ["goodbye"] and not second.graders
     assert [(m.role, m.text()) for m in second.input_messages] == [("user", "bye")]  # parts
+
+
+def test_in_a_matrix_whose_judge_follows_each_target_every_column_gets_its_simulated_user(
+    tmp_path: Path,
+) -> None:
+    """No judge named, two targets: each column's target also plays its simulated user
+    (docs/results.md, "A matrix run"), so each column's conversation has the simulated turn."""
+    (tmp_path / "targets.yaml").write_text(
+        "targets:\n"
+        + "".join(
+            f"  - {{name: {n}, kind: mock, default: 'from {n}', rules: "
+            f"[{{match: 'What now\\?', response: 'user of {n} asks'}}]}}\n"
+            for n in ("a", "b")
+        )
+    )
+    (tmp_path / "m.eval.yaml").write_text(
+        textwrap.dedent(
+            """\
+            tests:
+              - id: talk
+                turns:
+                  - input: hello
+                simulated_user: {instructions: "What now?", max_turns: 1}
+                graders: [{type: contains, value: from}]
+            """
+        )
+    )
+    out = tmp_path / "out"
+    evalrun.run(
+        tmp_path / "m.eval.yaml",
+        target=["a", "b"],
+        targets=tmp_path / "targets.yaml",
+        out=out,
+        quiet=True,
+        sandbox="none",
+    )
+    rows, _ = read_bundle(out)
+    assert sorted(row["target"] for row in rows) == ["a", "b"]
+    for row in rows:
+        name = row["target"]
+        users = [s["text"] for s in row["transcript"]["steps"] if s["role"] == "user"]
+        assert users == ["hello", f"user of {name} asks"], row
+        assert row["status"] == "passed"
+    calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
+    assert sorted(c["target"] for c in calls if c["grader"] == "simulated-user") == ["a", "b"]

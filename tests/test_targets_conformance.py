@@ -72,6 +72,9 @@ FAILED_TOOL_TURNS = [
     {"role": "tool", "tool_call_id": "call_1", "content": "no such city", "is_error": True},
 ]
 
+#: the tool_choice modes an eval file may set (docs/agents.md, "tool_choice"), besides a name
+CHOICES = ("auto", "none", "required")
+
 #: evalrun's requests, one per scenario; each SDK test makes the same calls in its own API
 REQUESTS = {
     "plain": CompletionRequest(
@@ -87,6 +90,15 @@ REQUESTS = {
         tools=[OPENAI_TOOL],
         tool_choice={"type": "function", "function": {"name": "get_weather"}},
     ),
+    **{
+        f"choice_{mode}": CompletionRequest(
+            messages=[{"role": "user", "content": QUESTION}],
+            max_tokens=64,
+            tools=[OPENAI_TOOL],
+            tool_choice=mode,
+        )
+        for mode in CHOICES
+    },
     "tool_turns": CompletionRequest(messages=TOOL_TURNS, max_tokens=64, tools=[OPENAI_TOOL]),
     "tool_error": CompletionRequest(messages=FAILED_TOOL_TURNS, max_tokens=64, tools=[OPENAI_TOOL]),
     "json_schema": CompletionRequest(
@@ -171,6 +183,15 @@ OPENAI_CALLS: dict[str, dict[str, Any]] = {
         "tools": [OPENAI_TOOL],
         "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
     },
+    **{
+        f"choice_{mode}": {
+            "messages": [{"role": "user", "content": QUESTION}],
+            "max_completion_tokens": 64,
+            "tools": [OPENAI_TOOL],
+            "tool_choice": mode,
+        }
+        for mode in CHOICES
+    },
     "tool_turns": {"messages": TOOL_TURNS, "max_completion_tokens": 64, "tools": [OPENAI_TOOL]},
     "tool_error": {  # OpenAI's tool message has no error mark: the text goes alone
         "messages": [
@@ -247,6 +268,15 @@ ANTHROPIC_CALLS: dict[str, dict[str, Any]] = {
         "max_tokens": 64,
         "tools": [ANTHROPIC_TOOL],
         "tool_choice": {"type": "tool", "name": "get_weather"},
+    },
+    **{
+        f"choice_{mode}": {
+            "messages": [{"role": "user", "content": QUESTION}],
+            "max_tokens": 64,
+            "tools": [ANTHROPIC_TOOL],
+            "tool_choice": {"type": kind},
+        }
+        for mode, kind in zip(CHOICES, ("auto", "none", "any"), strict=True)
     },
     "tool_turns": {
         "messages": [
@@ -378,6 +408,20 @@ def gemini_calls(types: Any) -> dict[str, dict[str, Any]]:
                 ),
                 automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
             ),
+        },
+        **{
+            f"choice_{mode}": {
+                "contents": [question],
+                "config": types.GenerateContentConfig(
+                    max_output_tokens=64,
+                    tools=tools,
+                    tool_config=types.ToolConfig(
+                        function_calling_config=types.FunctionCallingConfig(mode=kind)
+                    ),
+                    automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+                ),
+            }
+            for mode, kind in zip(CHOICES, ("AUTO", "NONE", "ANY"), strict=True)
         },
         "tool_turns": {
             "contents": [

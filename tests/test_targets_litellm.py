@@ -73,6 +73,30 @@ def test_litellm_sends_openai_wire_and_reads_tool_calls() -> None:
     assert json.loads(call["function"]["arguments"]) == ARGS
 
 
+@pytest.mark.parametrize(
+    "choice",
+    ["auto", "none", "required", {"type": "function", "function": {"name": "get_weather"}}],
+)
+def test_litellm_sends_every_tool_choice_in_openais_shape(choice: Any) -> None:
+    """Each tool_choice an eval file may set (docs/agents.md, "tool_choice") reaches the wire as
+    OpenAI's SDK sends it (tests/test_targets_conformance.py)."""
+
+    async def main() -> Seen:
+        async with FakeServer(openai_upstream) as server:
+            target = build_provider(config(**litellm_config(server.url)), {"LITE_KEY": KEY})
+            request = CompletionRequest(
+                messages=[{"role": "user", "content": "Weather in Paris?"}],
+                tools=[WEATHER_TOOL],
+                tool_choice=choice,
+            )
+            await target.complete(request)
+            await target.aclose()
+        return server.seen[0]
+
+    body = asyncio.run(main()).json()
+    assert body["tools"] == [WEATHER_TOOL] and body["tool_choice"] == choice
+
+
 @pytest.mark.parametrize(("status", "retryable"), [(429, True), (401, False)])
 def test_litellm_errors_keep_status_and_retryability(status: int, retryable: bool) -> None:
     async def main() -> TargetError:

@@ -6,7 +6,6 @@ preflight problem."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -15,10 +14,9 @@ from typing import Any
 import pytest
 from conftest import ROOT, read_bundle, run_cli
 from targets_helpers import FakeServer
-from toolloop_helpers import openai_handler
+from toolloop_helpers import grade_one, openai_handler
 
 from evalrun.results.models import CaseResult
-from evalrun.runner.case_grader import CaseGrader
 from evalrun.runner.options import RunOptions
 from evalrun.runner.plan import plan_run
 from evalrun.runner.preflight import PreflightError
@@ -113,23 +111,11 @@ def test_the_example_replays_from_its_cassette_and_its_cache_without_the_model(
 
 def _grade(folder: Path, eval_text: str) -> CaseResult:
     shutil.copy(EXAMPLE.parent / "multiply.py", folder / "multiply.py")
-    path = folder / "shop.eval.yaml"
-    path.write_text(eval_text)
-    options = RunOptions(out=folder / "out", stores=StoreOptions(), quiet=True, sandbox="none")
 
-    async def grade(url: str) -> CaseResult:
-        _targets(folder, url)
-        plan = plan_run(load_eval(path), options)
-        grader = CaseGrader(plan)
-        try:
-            (case,) = plan.cases
-            return (await grader.grade(case, 0))[0]
-        finally:
-            await grader.aclose()
-            await plan.close()
+    def targets(url: str) -> str:
+        return _targets(folder, url).read_text()
 
-    with FakeServer(openai_handler) as server:
-        return asyncio.run(grade(server.url))
+    return grade_one(folder, eval_text, openai_handler, targets)[0]
 
 
 def test_the_example_case_is_graded_from_its_tool_loop_transcript(tmp_path: Path) -> None:

@@ -201,7 +201,8 @@ def test_a_failed_setup_is_the_cases_error_and_teardown_still_runs(
             graders: [{{name: diff, command: [python, grader.py]}}]
         """,
     )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    # the teardown's note is written outside its workspace: no sandbox (test_script_sandbox.py)
+    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
     assert result["status"] == "error"
     assert result["error"].startswith("workspace: workspace setup[0]: ")
     assert message in result["error"]
@@ -451,3 +452,55 @@ def test_a_model_target_answers_beside_the_workspace_its_graders_read(tmp_path: 
     (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
     assert result["status"] == "passed", result
     assert "hello.txt" in result["graders"][0]["details"]["files"]
+
+
+@pytest.mark.parametrize(
+    ("workspace", "where"),
+    [
+        ("workspace: {template: tpl}", "ws.eval.yaml:2: workspace.sandbox"),  # strict by default
+        ("workspace: {template: tpl, sandbox: process}", "ws.eval.yaml:2: workspace.sandbox"),
+    ],
+)
+def test_a_sandboxed_workspace_where_bwrap_cannot_run_stops_the_run_before_any_case(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workspace: str, where: str
+) -> None:
+    reason = "bubblewrap (bwrap) is not on PATH; install it, e.g. 'apt-get install bubblewrap'"
+    monkeypatch.setattr("evalrun.runner.preflight.why_unavailable", lambda: reason)
+    eval_file = _project(
+        tmp_path,
+        f"""\
+        target: agent
+        {workspace}
+        graders: [{{type: contains, value: x}}]
+        tests:
+          - {{id: one, input: go}}
+          - {{id: two, input: go}}
+        """,
+    )
+    with pytest.raises(evalrun.EvalError) as caught:
+        _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
+    assert str(caught.value).splitlines()[0] == (
+        f"{tmp_path / where}: the agent's sandbox cannot be had: {reason} "
+        "(workspace.sandbox: none runs the agent without one)"
+    )
+    assert caught.value.exit_code == 2 and not (tmp_path / "out").exists()  # nothing ran
+
+
+def test_a_workspace_without_a_sandbox_runs_where_bwrap_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("evalrun.runner.preflight.why_unavailable", lambda: "no bwrap")
+    eval_file = _project(
+        tmp_path,
+        """\
+        target: agent
+        workspace: {template: tpl}
+        graders: [{type: contains, value: added sub}]
+        tests:
+          - id: one
+            input: go
+            workspace: {sandbox: none}
+        """,
+    )
+    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
+    assert result["status"] == "passed", result

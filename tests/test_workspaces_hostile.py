@@ -19,6 +19,7 @@ import pytest
 
 import evalrun
 from evalrun.launcher.sandbox import why_unavailable
+from tests.fault_helpers import holding
 
 pytestmark = pytest.mark.skipif(why_unavailable() is not None, reason=str(why_unavailable()))
 
@@ -50,18 +51,6 @@ subprocess.Popen(
 )
 print(json.dumps({"type": "final", "text": json.dumps(report)}))
 """
-
-
-def _processes_with(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if token.encode() in (entry / "cmdline").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
 
 
 def _run_hostile(tmp_path: Path, level: str) -> tuple[dict[str, Any], Path, str]:
@@ -124,7 +113,7 @@ def test_a_strict_agent_cannot_escape_its_workspace(tmp_path: Path) -> None:
     assert not home_target.exists()
     assert report["others"] == []  # the first case's kept workspace is masked
     assert "agent-first" not in report["targets"]  # evalrun's targets file is masked
-    assert _processes_with(token) == []  # the background process died with the sandbox
+    assert holding(token) == []  # the background process died with the sandbox
 
 
 @pytest.mark.slow  # the same run without a sandbox: it proves the test above can fail
@@ -136,7 +125,7 @@ def test_without_a_sandbox_the_same_agent_reaches_everything(tmp_path: Path) -> 
         assert report["home"] == "written"
         assert "SECRET-first" in report["others"]
         assert "agent-first" in report["targets"]
-        assert _processes_with(token) != []
+        assert holding(token, grace=0) != []
     finally:
-        for pid in _processes_with(token) if token else []:
+        for pid in holding(token, grace=0) if token else []:
             os.kill(pid, signal.SIGKILL)

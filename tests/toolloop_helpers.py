@@ -16,11 +16,21 @@ generateContent), with usage, so the loop's totals can be checked.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from targets_helpers import Reply, Seen
+from targets_helpers import FakeServer, Handler, Reply, Seen
+
+from evalrun.results.models import CaseResult
+from evalrun.runner.case_grader import CaseGrader
+from evalrun.runner.options import RunOptions
+from evalrun.runner.plan import plan_run
+from evalrun.spec.loader import load_eval
+from evalrun.targets import StoreOptions
 
 SKU, QUANTITY = "A1", 3
 
@@ -185,4 +195,60 @@ def gemini_handler(seen: Seen) -> Reply:
             "usageMetadata": {"promptTokenCount": 300 + len(results), "candidatesTokenCount": 30},
             "modelVersion": "gemini-2.5-flash",
         }
+    )
+
+
+def chat_reply(message: dict[str, Any], prompt_tokens: int = 1) -> Reply:
+    """One Chat Completions answer holding ``message`` (its text or its tool calls)."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1}
+    return Reply(
+        body={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1700000000,
+            "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {**usage, "total_tokens": prompt_tokens + 1},
+        }
+    )
+
+
+def tool_call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A model message asking for one tool call."""
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": call_id, "type": "function", "function": function}],
+    }
+
+
+def grade_one(
+    folder: Path, eval_text: str, handler: Handler, targets: Callable[[str], str] | None = None
+) -> tuple[CaseResult, list[Seen]]:
+    """The one case of ``eval_text`` graded in this process (no sandbox) against ``handler``
+    on a loopback server: its result and the requests the model got. ``targets`` writes
+    targets.yaml from the server's URL; by default one ``openai`` target ``gpt``."""
+    path = folder / "t.eval.yaml"
+    path.write_text(eval_text)
+    options = RunOptions(out=folder / "out", stores=StoreOptions(), quiet=True, sandbox="none")
+
+    async def grade(url: str) -> CaseResult:
+        (folder / "targets.yaml").write_text((targets or _gpt)(url))
+        plan = plan_run(load_eval(path), options)
+        grader = CaseGrader(plan)
+        try:
+            (case,) = plan.cases
+            return (await grader.grade(case, 0))[0]
+        finally:
+            await grader.aclose()
+            await plan.close()
+
+    with FakeServer(handler) as server:
+        return asyncio.run(grade(server.url)), server.seen
+
+
+def _gpt(url: str) -> str:
+    return (
+        f"targets:\n  - {{name: gpt, kind: openai, model: m, base_url: '{url}', max_retries: 0}}\n"
     )

@@ -311,3 +311,46 @@ def agent_wrap(
         if _visible(path, masked, shown, hidden):
             args += ["--ro-bind", "/dev/null", str(path)]
     return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(workspace), "--", *argv]
+
+
+def script_wrap(
+    level: Level,
+    argv: Sequence[str],
+    cwd: Path,
+    masked: Sequence[Path],
+    readable: Sequence[Path] = (),
+    writable: Path | None = None,
+) -> list[str]:
+    """A workspace's setup or teardown script, or a tool's script, in its sandbox (docs/agents.md,
+    "The scripts' sandbox"). At both levels the file system is read-only but for ``writable``
+    (a setup script's workspace; a tool script has none) and a private, empty ``/tmp``; the home
+    folder is an empty scratch folder; ``masked`` (the run's files, every workspace) hidden;
+    ``cwd``, ``readable`` (the eval file's folder) and the folders of the program and of the
+    files argv names visible, read-only. ``strict`` also takes the network and the host's Unix
+    sockets. A PID namespace, so nothing a script starts outlives it."""
+    if level == "none" or shutil.which(argv[0]) is None:
+        return list(argv)  # a program that cannot be found is reported by the caller
+    bwrap = shutil.which("bwrap") or "bwrap"
+    hidden = [*_hidden_folders(), *_home_folder()]
+    args = [bwrap, *_namespace_args(), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    if level == "strict":
+        args.append("--unshare-net")
+    args += [a for folder in hidden for a in ("--tmpfs", str(folder))]
+    shown = _shown_again(cwd, [*argv, *(str(p) for p in readable)], hidden)
+    for path in shown:
+        args += ["--ro-bind", str(path), str(path)]
+    args += Sandbox(level, tuple(masked))._masks()
+    if writable is not None:
+        args += ["--bind", str(writable), str(writable)]
+    if level == "strict":
+        for path in _listening_unix_sockets():
+            if _visible(path, masked, shown, hidden):
+                args += ["--ro-bind", "/dev/null", str(path)]
+    return [*args, "--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--", *argv]
+
+
+def _home_folder() -> list[Path]:
+    """The user's home folder, where secrets (``~/.ssh``, ``~/.aws``) live, when it is a folder
+    of its own (not ``/``)."""
+    home = Path.home()
+    return [home] if home.is_dir() and home != Path("/") else []

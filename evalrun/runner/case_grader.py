@@ -23,7 +23,7 @@ from evalrun.launcher.sandbox import private_root
 from evalrun.results.agentv_scoring import agentv_case, required_minimum
 from evalrun.results.models import CaseResult, CaseUsage, GraderOutcome, TargetUsage
 from evalrun.results.scoring import case_score, case_status
-from evalrun.runner.conversation import conversation_id, converse
+from evalrun.runner.conversation import conversation_id, converse, target_usage
 from evalrun.runner.plan import RunPlan
 from evalrun.runner.simulated_user import SimulatedUser
 from evalrun.runner.tooluse import tool_use_for
@@ -32,7 +32,6 @@ from evalrun.safetext import repaired_note
 from evalrun.spec.models import GraderSpec, TestCase, as_messages
 from evalrun.targets import (
     CompletionRequest,
-    CompletionResponse,
     TargetError,
     ToolLoopError,
     run_tool_loop,
@@ -130,7 +129,7 @@ class CaseGrader:
             result.error = f"target '{exc.target or target_name}' failed: {exc.message}"
             if isinstance(exc, ToolLoopError):  # the steps made before it stopped, and their cost
                 result.transcript = exc.transcript.to_dict()
-                result.usage.target = _target_usage(exc.spent)
+                result.usage.target = target_usage(exc.spent)
             result.timings.total_ms = _since(started)
             return result, calls
         final = await workspace.final() if workspace is not None else None
@@ -314,25 +313,14 @@ class CaseGrader:
         with self.telemetry.target_call(
             target_name, request.messages, request.system_prompt
         ) as answered:
-            tools = tool_use_for(self.plan, case)
+            tools = tool_use_for(self.plan, case, self._agent_masks())
             if tools is None:
                 response = await target.complete(request)
             else:  # docs/agents.md, "Model targets with tools"
                 response = await run_tool_loop(target, request, tools.toolbox, tools.max_turns)
-            usage = _target_usage(response)
+            usage = target_usage(response)
             answered(usage.to_dict(), response.text, response.model)
         return response.text, response.latency_ms, usage, response.repaired, response.transcript
-
-
-def _target_usage(response: CompletionResponse) -> TargetUsage:
-    return TargetUsage(
-        input=response.usage.input_tokens,
-        output=response.usage.output_tokens,
-        total=response.usage.total_tokens,
-        cached=response.cached,
-        replayed=response.replayed,
-        cost_usd=response.cost_usd,
-    )
 
 
 def _since(started: float) -> float:

@@ -18,7 +18,7 @@ from evalrun.results.models import CaseResult, GraderOutcome, ProxyUsage, Target
 from evalrun.results.scoring import case_status
 from evalrun.safetext import repaired_note
 from evalrun.spec.models import GraderSpec, Message, TestCase, Turn
-from evalrun.targets import TargetError
+from evalrun.targets import CompletionResponse, TargetError, ToolLoopError
 from evalrun.transcripts import Step, Transcript, Usage
 
 #: The target's answer to a case: text, latency (ms), usage, lone surrogates repaired, and the
@@ -49,6 +49,8 @@ class _Turns:
     formats: list[str] = field(default_factory=list)
     calls: list[JudgeCall] = field(default_factory=list)
     outcomes: dict[int, GraderOutcome] = field(default_factory=dict)
+    #: a turn whose tool loop stopped without an answer: what its steps spent
+    stopped: CompletionResponse | None = None
 
 
 async def converse(
@@ -98,6 +100,9 @@ async def converse(
             result.error = (
                 f"target '{exc.target or result.target}' failed on turn {number}: {exc.message}"
             )
+            if isinstance(exc, ToolLoopError):  # the steps of the turn's loop, and their cost
+                done.steps.extend(exc.transcript.steps)
+                done.stopped = exc.spent
             break
         _record_reply(done, reply, number, result)
         if not turn.graders:
@@ -133,6 +138,18 @@ async def converse(
     if not outcomes:
         result.error = "no graders apply to this case"
     return done.calls
+
+
+def target_usage(response: CompletionResponse) -> TargetUsage:
+    """A target's answer's cost as a result line keeps it."""
+    return TargetUsage(
+        input=response.usage.input_tokens,
+        output=response.usage.output_tokens,
+        total=response.usage.total_tokens,
+        cached=response.cached,
+        replayed=response.replayed,
+        cost_usd=response.cost_usd,
+    )
 
 
 def conversation_id(case: TestCase) -> str | None:
@@ -252,17 +269,18 @@ def _transcript(done: _Turns) -> Transcript:
     """Every turn: the user's messages, the target's steps and replies; totals where every
     turn reported them (docs/agents.md)."""
     answers = [reply[0] or "" for reply in done.replies]
-    usages = [_reply_usage(reply) for reply in done.replies]
-    costs = [_reply_cost(reply) for reply in done.replies]
+    spent = _spent(done)
+    usages = [_reply_usage(reply) for reply in spent]
+    costs = [_reply_cost(reply) for reply in spent]
     known_usage = [u for u in usages if u is not None]
     usage = None
-    if done.replies and len(known_usage) == len(usages):
+    if spent and len(known_usage) == len(usages):
         usage = Usage(
             sum(u.input_tokens for u in known_usage), sum(u.output_tokens for u in known_usage)
         )
     known_costs = [c for c in costs if c is not None]
-    cost = sum(known_costs) if done.replies and len(known_costs) == len(costs) else None
-    duration = round(sum(reply[1] for reply in done.replies), 1) if done.replies else None
+    cost = sum(known_costs) if spent and len(known_costs) == len(costs) else None
+    duration = round(sum(reply[1] for reply in spent), 1) if spent else None
     return Transcript(
         format=done.formats[0] if done.formats else FORMAT,
         answer=answers[-1] if answers else "",
@@ -271,6 +289,15 @@ def _transcript(done: _Turns) -> Transcript:
         cost_usd=cost,
         duration_ms=duration,
     )
+
+
+def _spent(done: _Turns) -> list[Answered]:
+    """Every turn's model calls: the replies, and the steps of a tool loop that stopped."""
+    if done.stopped is None:
+        return list(done.replies)
+    stopped = done.stopped
+    usage = target_usage(stopped)
+    return [*done.replies, (None, stopped.latency_ms, usage, 0, stopped.transcript)]
 
 
 def _reply_usage(reply: Answered) -> Usage | None:
@@ -292,7 +319,8 @@ def _finish(result: CaseResult, done: _Turns) -> None:
     transcript = _transcript(done)
     result.output = transcript.answer if done.replies else None
     result.transcript = transcript.to_dict()
-    usages = [reply[2] for reply in done.replies]
+    spent = _spent(done)
+    usages = [reply[2] for reply in spent]
     if usages and all(u is not None for u in usages):
         known = [u for u in usages if u is not None]
         costs = [u.cost_usd for u in known]
@@ -304,5 +332,5 @@ def _finish(result: CaseResult, done: _Turns) -> None:
             replayed=all(u.replayed for u in known),
             cost_usd=sum(c for c in costs if c is not None) if None not in costs else None,
         )
-    if done.replies:
-        result.timings.target_ms = round(sum(reply[1] for reply in done.replies), 1)
+    if spent:
+        result.timings.target_ms = round(sum(reply[1] for reply in spent), 1)

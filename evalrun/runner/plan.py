@@ -130,6 +130,7 @@ def plan_run(
     if problems:
         raise PreflightError(problems)
     levels = {g.sandbox for _, g in survey.graders if not g.kind.in_process}
+    levels |= {None} if survey.runs_scripts else set()  # scripts follow the run's level
     sandbox, private_dir = _sandbox_policy(options, lookup.path, levels)
     plan = RunPlan(
         loaded,

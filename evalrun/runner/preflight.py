@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.environment import own_python
+from evalrun.launcher.sandbox import why_unavailable
 from evalrun.spec.loader import LoadedEval
 from evalrun.spec.models import GraderSpec, TestCase
-from evalrun.spec.tools import ToolSpec
-from evalrun.spec.workspace import WorkspaceSpec
+from evalrun.spec.tools import ToolSpec, choice_problem, tools_for
+from evalrun.spec.workspace import WorkspaceSpec, merged
 from evalrun.suggest import closest, did_you_mean
 from evalrun.targets import (
     ConfigError,
@@ -67,6 +68,18 @@ class CaseSurvey:
     tools: list[tuple[tuple[Any, ...], ToolSpec]] = field(default_factory=list)
     #: Some case has a simulated user, who speaks through the judge (docs/agents.md).
     needs_judge: bool = False
+    #: Where the first workspace that sandboxes its agent is declared (docs/agents.md).
+    sandboxed_workspace: tuple[Any, ...] | None = None
+    #: Some workspace has setup or teardown scripts (docs/agents.md, "The scripts' sandbox").
+    workspace_scripts: bool = False
+    #: Each ``tool_choice`` its case's tools cannot take, where it is set (docs/agents.md).
+    choices: list[tuple[tuple[Any, ...], str]] = field(default_factory=list)
+
+    @property
+    def runs_scripts(self) -> bool:
+        """The run starts scripts of the eval file besides its graders: the run's sandbox
+        holds them too."""
+        return self.workspace_scripts or any(tool.argv for _, tool in self.tools)
 
 
 def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
@@ -74,11 +87,24 @@ def survey_cases(loaded: LoadedEval, cases: Iterable[TestCase]) -> CaseSurvey:
     survey.tools = [(("tools", i), t) for i, t in enumerate(loaded.spec.tools)]
     for case in cases:
         survey.needs_target = survey.needs_target or case.output is None
+        workspace = merged(loaded.spec.workspace, case.workspace)
+        if workspace is not None:
+            survey.workspace_scripts |= bool(workspace.setup or workspace.teardown)
+            if workspace.sandbox != "none" and survey.sandboxed_workspace is None:
+                declared = (
+                    case.workspace is not None and "sandbox" in case.workspace.model_fields_set
+                )
+                survey.sandboxed_workspace = ("tests", case.index) if declared else ()
         survey.needs_judge = survey.needs_judge or case.simulated_user is not None
         survey.graders += [
             (("tests", case.index, "graders", j), g) for j, g in enumerate(case.graders)
         ]
         survey.tools += [(("tests", case.index, "tools", j), t) for j, t in enumerate(case.tools)]
+        choice = case.tool_choice or loaded.spec.tool_choice
+        problem = choice and choice_problem(choice, tools_for(loaded.spec.tools, case.tools))
+        if problem:
+            at = ("tests", case.index) if case.tool_choice is not None else ()
+            survey.choices.append(((*at, "tool_choice"), problem))
         survey.graders += [
             (("tests", case.index, "turns", i, "graders", j), g) for i, j, g in case.turn_graders
         ]
@@ -110,7 +136,21 @@ def check_eval(
     problems += _check_tools(loaded, survey, targets, target, env)
     problems += _check_rubric(loaded)
     problems += _check_workspaces(loaded)
+    problems += _check_agent_sandbox(loaded, survey)
+    problems += [f"{loaded.where(at)}: {message}" for at, message in survey.choices]
     return list(dict.fromkeys(problems))
+
+
+def _check_agent_sandbox(loaded: LoadedEval, survey: CaseSurvey) -> list[str]:
+    """A workspace whose agent must run in a sandbox this machine cannot give stops the run
+    once, before any case (docs/agents.md, "The agent's sandbox")."""
+    at = survey.sandboxed_workspace
+    if at is None or (reason := why_unavailable()) is None:
+        return []
+    return [
+        f"{loaded.where((*at, 'workspace', 'sandbox'))}: the agent's sandbox cannot be had: "
+        f"{reason} (workspace.sandbox: none runs the agent without one)"
+    ]
 
 
 def _check_workspaces(loaded: LoadedEval) -> list[str]:

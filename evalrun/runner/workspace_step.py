@@ -7,17 +7,18 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from evalrun.judgecall import JudgeCall
-from evalrun.launcher.sandbox import agent_wrap, private_root, why_unavailable
+from evalrun.launcher.environment import grader_environment
+from evalrun.launcher.sandbox import agent_wrap, private_root, script_wrap, why_unavailable
 from evalrun.results.models import CaseResult
 from evalrun.runner.plan import RunPlan
 from evalrun.spec.models import TestCase
 from evalrun.spec.workspace import WorkspaceSpec, merged
 from evalrun.targets import AgentPlace, TargetError
-from evalrun.workspaces import CaseWorkspace, ScriptContext, WorkspaceError
+from evalrun.workspaces import CaseWorkspace, ScriptContext, ScriptLaunch, WorkspaceError
 from evalrun.workspaces.inputs import MissingInputFile, input_files
 
 Graded = tuple[CaseResult, list[JudgeCall]]
@@ -56,6 +57,10 @@ class RunWorkspaces:
             self._folder(),
             ScriptContext(case.id, self._run_id, _input_text(case), case.metadata),
             keep=self.plan.options.keep_workspaces,
+            launch=ScriptLaunch(
+                grader_environment(secret_names=self.plan.pool.secret_env_names()),
+                self._wrap_script,
+            ),
         )
         graded: Graded | None = None
         try:
@@ -97,6 +102,12 @@ class RunWorkspaces:
             wrap=lambda argv: agent_wrap(level, argv, folder, masked, readable),
             files=files,
         )
+
+    def _wrap_script(self, argv: Sequence[str], cwd: Path, workspace: Path) -> list[str]:
+        """A setup or teardown script in the run's sandbox: it may write its workspace and
+        read the eval file's folder (docs/agents.md, "The scripts' sandbox")."""
+        level, folder = self.plan.sandbox.default, self.plan.loaded.folder.resolve()
+        return script_wrap(level, argv, cwd, self._masked(), [folder], writable=workspace)
 
     def close(self) -> None:
         if self._root is not None and not self.plan.options.keep_workspaces:

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from evalrun.spec.kinds import KINDS, GraderKind, normalize_type
-from evalrun.spec.tools import MaxTurns, Tools
+from evalrun.spec.tools import MaxTurns, ToolChoice, Tools
 from evalrun.spec.workspace import WorkspaceSpec
 from evalrun.transcripts.options import option_problem
 
@@ -281,6 +281,7 @@ class TestCase(BaseModel):
     #: tools offered to a model target, with their mocked results (docs/agents.md)
     tools: Tools = Field(default_factory=list)
     max_turns: MaxTurns = None
+    tool_choice: ToolChoice = None
     #: this test's workspace keys, over the suite's (docs/agents.md, "Workspaces")
     workspace: WorkspaceSpec | None = None
     #: Where the case is in its file: the line it starts on and its index among the tests
@@ -396,6 +397,7 @@ class EvalFile(BaseModel):
     #: tools offered to a model target in every test, and the tool loop's cap (docs/agents.md)
     tools: Tools = Field(default_factory=list)
     max_turns: MaxTurns = None
+    tool_choice: ToolChoice = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     # AgentV's suite keys, kept as they are; none changes what a run does
     # (docs/eval-files.md, "AgentV files" says why each is ignored), but ``workspace``.

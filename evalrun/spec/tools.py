@@ -1,5 +1,6 @@
-"""``tools:`` and ``max_turns:`` of an eval file: the tools a model target is offered and the
-mocked results evalrun answers its calls with (docs/agents.md, "Model targets with tools").
+"""``tools:``, ``max_turns:`` and ``tool_choice:`` of an eval file: the tools a model target is
+offered, the mocked results evalrun answers its calls with, and whether the model must call one
+(docs/agents.md, "Model targets with tools").
 
 A suite declares tools once; a test may add its own and re-declare a suite tool by name to give
 it this test's mocked results (:func:`tools_for`).
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +20,17 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MOCK_KEYS = frozenset({"result", "results", "command"})
 #: ``max_turns`` when neither the test nor the suite sets it
 DEFAULT_MAX_TURNS = 10
+
+
+def _function_of(data: Any, refusal: str) -> dict[str, Any] | None:
+    """The ``function`` of OpenAI's nested form (``{type: function, function: {...}}``), or
+    None when ``data`` is not in that form."""
+    if not isinstance(data, dict) or not isinstance(data.get("function"), dict):
+        return None
+    if data.get("type", "function") != "function":
+        raise ValueError(f"{refusal}, not {data['type']!r}")
+    function: dict[str, Any] = data["function"]
+    return function
 
 
 class MockedResult(BaseModel):
@@ -50,12 +62,11 @@ class ToolSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _accept_openai_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("function"), dict):
-            if data.get("type", "function") != "function":
-                raise ValueError(f"only function tools can be offered, not {data['type']!r}")
-            rest = {k: v for k, v in data.items() if k not in ("type", "function")}
-            return {**data["function"], **rest}
-        return data
+        function = _function_of(data, "only function tools can be offered")
+        if function is None:
+            return data
+        rest = {k: v for k, v in data.items() if k not in ("type", "function")}
+        return {**function, **rest}
 
     @field_validator("name")
     @classmethod
@@ -143,3 +154,42 @@ def unique_names(tools: list[ToolSpec]) -> list[ToolSpec]:
 Tools = Annotated[list[ToolSpec], AfterValidator(unique_names)]
 #: ``max_turns:``: the most model calls one case's tool loop makes
 MaxTurns = Annotated[int | None, Field(ge=1)]
+
+
+class NamedTool(BaseModel):
+    """``tool_choice: {name: NAME}``: the model must call this tool (OpenAI's nested form,
+    ``{type: function, function: {name}}``, is read too)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_openai_form(cls, data: Any) -> Any:
+        function = _function_of(data, "tool_choice can name a function tool")
+        return data if function is None else {"name": function.get("name")}
+
+
+#: ``tool_choice:``: may the model call a tool (``auto``), must it (``required``), may it not
+#: (``none``), or must it call this one
+ToolChoice = Literal["auto", "none", "required"] | NamedTool | None
+
+
+def choice_problem(choice: ToolChoice, tools: list[ToolSpec]) -> str | None:
+    """Why ``choice`` cannot be asked of these tools, or None."""
+    if choice is None:
+        return None
+    if not tools:
+        return "tool_choice is set, but no tools are offered"
+    names = [tool.name for tool in tools]
+    if isinstance(choice, NamedTool) and choice.name not in names:
+        return f"tool_choice names '{choice.name[:80]}', which is not offered (tools: {', '.join(names)})"
+    return None
+
+
+def choice_wire(choice: ToolChoice) -> str | dict[str, Any] | None:
+    """The choice in OpenAI's shape, which every provider translates (docs/targets.md)."""
+    if isinstance(choice, NamedTool):
+        return {"type": "function", "function": {"name": choice.name}}
+    return choice

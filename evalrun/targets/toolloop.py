@@ -109,7 +109,12 @@ async def run_tool_loop(
     run = _Run()
     messages = list(request.messages)
     for turn in range(1, max_turns + 1):
-        step_request = replace(request, messages=list(messages), tools=toolbox.offered())
+        step_request = replace(
+            request,
+            messages=list(messages),
+            tools=toolbox.offered(),
+            tool_choice=toolbox.choice_for(turn),
+        )
         try:
             response = await target.complete(step_request)
         except TargetError as exc:

@@ -15,7 +15,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,17 +82,33 @@ class Answer:
         return json.dumps(self.result, ensure_ascii=False)
 
 
+def _as_is(argv: Sequence[str]) -> list[str]:
+    return list(argv)
+
+
 @dataclass(frozen=True)
 class Toolbox:
-    """A case's tools, where their scripts run, and the environment they get (the run's secrets
-    left out, as for graders: docs/security.md)."""
+    """A case's tools, where their scripts run, the environment they get (the run's secrets
+    left out, as for graders: docs/security.md) and ``wrap``, which puts a script's argv in the
+    run's sandbox (docs/agents.md, "The scripts' sandbox")."""
 
     tools: tuple[MockTool, ...]
     cwd: Path
     env: Mapping[str, str]
+    wrap: Callable[[Sequence[str]], list[str]] = _as_is
+    #: OpenAI's ``tool_choice`` (None: unset, the provider's default)
+    choice: str | dict[str, Any] | None = None
 
     def offered(self) -> list[dict[str, Any]]:
         return [tool.offered() for tool in self.tools]
+
+    def choice_for(self, call: int) -> str | dict[str, Any] | None:
+        """The choice sent with the loop's ``call``-th model call: a call that must use a tool
+        (``required``, a named tool) is forced once, then ``auto``, so a forced call cannot
+        repeat until ``max_turns`` (docs/agents.md, "tool_choice")."""
+        if call > 1 and (self.choice == "required" or isinstance(self.choice, dict)):
+            return "auto"
+        return self.choice
 
     async def answer(self, name: str, raw_arguments: Any, call_id: str) -> tuple[Any, Answer]:
         """The call's arguments (an object, or the text the model sent when it is not one) and
@@ -136,7 +152,7 @@ class Toolbox:
 
         try:
             process = await asyncio.create_subprocess_exec(
-                *argv,
+                *self.wrap(argv),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -3,6 +3,6 @@ template or a local git repository, its setup and teardown scripts, and what cha
 
 from evalrun.workspaces.lifecycle import CaseWorkspace, FinalWorkspace
 from evalrun.workspaces.making import WorkspaceError
-from evalrun.workspaces.scripts import ScriptContext
+from evalrun.workspaces.scripts import ScriptContext, ScriptLaunch
 
-__all__ = ["CaseWorkspace", "FinalWorkspace", "ScriptContext", "WorkspaceError"]
+__all__ = ["CaseWorkspace", "FinalWorkspace", "ScriptContext", "ScriptLaunch", "WorkspaceError"]

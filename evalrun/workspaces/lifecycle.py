@@ -13,7 +13,7 @@ from pathlib import Path
 from evalrun.spec.workspace import SETUP_TIMEOUT_S, TEARDOWN_TIMEOUT_S, WorkspaceSpec
 from evalrun.workspaces.changes import Snapshot, compare, snapshot
 from evalrun.workspaces.making import WorkspaceError, fill
-from evalrun.workspaces.scripts import ScriptContext, ScriptFailed, run_script
+from evalrun.workspaces.scripts import ScriptContext, ScriptFailed, ScriptLaunch, run_script
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class CaseWorkspace:
     root: Path
     context: ScriptContext
     keep: bool = False
+    launch: ScriptLaunch = field(default_factory=ScriptLaunch)
     path: Path | None = None
     _baseline: Snapshot = field(default_factory=dict)
 
@@ -58,6 +59,7 @@ class CaseWorkspace:
                     eval_dir=self.eval_dir,
                     ctx=self.context,
                     workspace=self.path,
+                    launch=self.launch,
                 )
             except ScriptFailed as exc:
                 raise WorkspaceError(str(exc)) from None
@@ -84,6 +86,7 @@ class CaseWorkspace:
                     eval_dir=self.eval_dir,
                     ctx=self.context,
                     workspace=self.path,
+                    launch=self.launch,
                 )
             except ScriptFailed as exc:
                 failures.append(str(exc))

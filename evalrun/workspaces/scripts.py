@@ -10,7 +10,8 @@ import json
 import os
 import re
 import signal
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,20 @@ class ScriptContext:
         return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), part)
 
 
+def _unwrapped(argv: Sequence[str], cwd: Path, workspace: Path) -> list[str]:
+    return list(argv)
+
+
+@dataclass(frozen=True)
+class ScriptLaunch:
+    """How the run starts scripts: their environment (the runner leaves the run's secrets out)
+    and ``wrap(argv, cwd, workspace)``, the argv inside the run's sandbox (docs/agents.md, "The
+    scripts' sandbox"); the defaults start them as they are."""
+
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    wrap: Callable[[Sequence[str], Path, Path], list[str]] = _unwrapped
+
+
 def script_argv(
     script: WorkspaceScript, eval_dir: Path, ctx: ScriptContext, workspace: Path
 ) -> list[str]:
@@ -78,15 +93,16 @@ async def run_script(
     eval_dir: Path,
     ctx: ScriptContext,
     workspace: Path,
+    launch: ScriptLaunch,
 ) -> None:
     """Run one script to its end in ``workspace`` (or its ``cwd``); raise ``ScriptFailed``
     unless it exits 0 in time."""
     argv = script_argv(script, eval_dir, ctx, workspace)
     cwd = workspace / ctx.fill(script.cwd, workspace) if script.cwd else workspace
-    env = {**os.environ, "EVALRUN_WORKSPACE": str(workspace)}
+    env = {**launch.env, "EVALRUN_WORKSPACE": str(workspace)}
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *launch.wrap(argv, cwd, workspace),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,

@@ -26,12 +26,13 @@ Rows:
   grader did before stream mode);
 - one judge call per case (a Python SDK grader) and a deterministic Python grader, each against
   promptfoo (``llm-rubric``, ``python`` assertion) on the same cases and fake, when
-  ``npx promptfoo`` works (``--promptfoo`` names another command); skipped otherwise;
+  ``npx promptfoo`` works (``--promptfoo`` names another command); skipped otherwise, with
+  why; evalrun runs these two under its default sandbox, whatever ``--sandbox`` says;
 - the contextual precision row again on ``--steady-cases`` (2,000) cases;
 - a judged custom SDK grader, one process per case, with ``PYTHONDONTWRITEBYTECODE=1`` and
   without (a ratio of CPU);
-- 600 judge calls at 200 in flight against a 2 s judge (``--workers 200``, the judge configured
-  with ``max_concurrency: 200``).
+- 600 judge calls at 200 in flight against a 2 s judge (``--workers 200 --max-processes 200``,
+  the judge configured with ``max_concurrency: 200``).
 With ``--runs N`` each pair runs N times, alternating, and the median is shown. The restated
 aims of docs/performance.md ("Aims") are printed last, each met or short by how much.
 """

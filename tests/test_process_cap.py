@@ -163,3 +163,39 @@ def test_the_default_cap_does_not_follow_workers() -> None:
     assert default_max_processes(32) == 256
     assert GraderPools(500).cap.limit == default_max_processes()
     assert GraderPools(1, 7).cap.limit == 7
+
+
+def test_a_start_that_fails_or_is_cancelled_gives_its_place_back(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that could not start (a missing program) or whose start was cancelled (Ctrl-C)
+    has no exit to give its place back: the pool gives it back itself."""
+    from evalrun.launcher import serve
+
+    async def scenario() -> None:
+        pools = GraderPools(2, 1)
+        missing = pools.pool(
+            [str(folder / "no-such-grader")], folder, [], dict, sandbox=NO_SANDBOX, route=None
+        )
+        outcome = await missing.run(case_line({"case_id": "c"}, {}), 30)
+        assert outcome.spawn_error and pools.cap.live == 0
+
+        async def never(self: serve.ServeWorker) -> str | None:
+            await asyncio.sleep(600)
+            return None
+
+        monkeypatch.setattr(serve.ServeWorker, "start", never)
+        stuck = pools.pool(
+            [sys.executable, str(folder / "count.py")], folder, [], dict, sandbox=NO_SANDBOX,
+            route=None,
+        )  # fmt: skip
+        task = asyncio.ensure_future(stuck.run(case_line({"case_id": "c"}, {}), 30))
+        await asyncio.sleep(0.05)
+        assert pools.cap.live == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert pools.cap.live == 0
+        await pools.close()
+
+    asyncio.run(scenario())

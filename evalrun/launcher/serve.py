@@ -358,11 +358,16 @@ class ServePool:
                 self.started += 1
                 # One start at a time: a start blocks the loop until the process runs, so
                 # eight at once would hold every first case line back until the last one.
-                async with self._starting:
-                    failure = await worker.start()
+                failure: str | None = "the run stopped while the worker started"
+                try:
+                    async with self._starting:
+                        failure = await worker.start()
+                finally:
+                    if failure is not None:  # no process, or none this pool will count
+                        worker.on_exit = None
+                        if self.cap is not None:
+                            self.cap.release()
                 if failure is not None:
-                    if self.cap is not None:
-                        self.cap.release()
                     return ProcessOutcome(None, b"", "", 0.0, spawn_error=failure)
                 self.live += 1
                 self._all.add(worker)

@@ -64,6 +64,8 @@ class RunSettings(BaseModel):
     judge: str | None = None
     targets: Path | None = None
     workers: int = Field(4, ge=1)
+    #: the cap on the eval's own graders' processes (docs/performance.md, "Process cap")
+    max_processes: int | None = Field(None, ge=1)
     filter: list[str] = Field(default_factory=list)
     out: Path | None = None
     #: where a bundle without ``--out`` goes, in a folder of its own (``<time>-<eval>``)
@@ -201,6 +203,7 @@ def prepare(loaded: LoadedEval, settings: RunSettings, say: Say) -> Prepared:
             judge=settings.judge,
             targets_file=settings.targets,
             workers=settings.workers,
+            max_processes=settings.max_processes,
             filters=list(filters),
             repeat=settings.repeat,
             threshold=settings.threshold,

@@ -83,6 +83,13 @@ def run(
     workers: int = typer.Option(
         4, "--workers", "-w", metavar="N", help="Cases in flight at once (at least 1)."
     ),
+    max_processes: int | None = typer.Option(
+        None,
+        "--max-processes",
+        metavar="N",
+        help="Most processes of the eval's own graders at once, whatever --workers is "
+        "(default: 8 per core, at least 64; docs/performance.md).",
+    ),
     filter_: list[str] = typer.Option(
         [], "--filter", "-f", metavar="GLOB", help="Only case ids matching this glob (repeatable)."
     ),
@@ -209,6 +216,7 @@ def run(
         judge=judge,
         targets=targets,
         workers=workers,
+        max_processes=max_processes,
         filter=filter_,
         out=out,
         runs_dir=runs_dir,

@@ -183,7 +183,11 @@ async def _launch(
         **per_case,
     }
     stdin = json.dumps(payload, ensure_ascii=False).encode()
-    outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)
+    if ctx.pools is None:
+        outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)
+    else:
+        async with ctx.pools.one_shot.place():
+            outcome = await run_process(argv, stdin, cwd=cwd, env=env, timeout=spec.timeout)
     outcome.exit_code = sandbox.exit_status(outcome.exit_code)
     return outcome
 

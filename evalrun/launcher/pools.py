@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalrun.launcher.cap import OneShot, ProcessCap
 from evalrun.launcher.hosts import HostPool, host_argv
 from evalrun.launcher.sandbox import ProxyRoute, Sandbox
 from evalrun.launcher.serve import ServePool
@@ -15,10 +16,14 @@ from evalrun.launcher.serve import ServePool
 
 class GraderPools:
     """The stream-mode pools of one run, one per grader (argv, folder, environment), and the
-    host pools of its built-in graders, one per folder, environment and sandbox."""
+    host pools of its built-in graders, one per folder, environment and sandbox. The processes
+    of the graders an eval file brings, served or one per case, share one cap (``cap.py``);
+    the hosts have their own (``hosts.host_count``)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_processes: int | None = None) -> None:
         self.size = max(1, size)
+        self.cap = ProcessCap(max_processes)
+        self.one_shot = OneShot(self.cap)
         self._pools: dict[tuple[Any, ...], ServePool] = {}
         self._hosts: dict[tuple[Any, ...], HostPool] = {}
 
@@ -44,6 +49,7 @@ class GraderPools:
                 env(),
                 self.size,
                 sandbox.exit_status,
+                self.cap,
             )
         return pool
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.launcher.cap import ProcessCap
 from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
 
 #: Why a worker's stdout line is no answer at all (``grader check`` reads it as "does not serve").
@@ -86,9 +87,11 @@ class ServeWorker:
         env: Mapping[str, str],
         stdout_cap: int,
         exit_status: ExitStatus,
+        on_exit: Callable[[], None] | None = None,
     ) -> None:
         self.argv = argv
         self.exit_status = exit_status
+        self.on_exit = on_exit
         self.cwd = cwd
         self.env = dict(env)
         self.stdout_cap = stdout_cap
@@ -180,6 +183,8 @@ class ServeWorker:
     def _on_exit(self) -> None:
         if self._exited is not None and not self._exited.done():
             self._exited.set_result(None)
+            if self.on_exit is not None:
+                self.on_exit()
 
     def _fail(self, why: str) -> None:
         """Break the worker: it will take no more cases and is killed."""
@@ -320,43 +325,67 @@ class ServePool:
         env: Mapping[str, str],
         size: int,
         exit_status: ExitStatus,
+        cap: ProcessCap | None = None,
     ) -> None:
         self.command = command
         self.exit_status = exit_status
         self.cwd = cwd
         self.env = {**env, MODE_ENV: SERVE}
         self.size = max(1, size)
+        self.cap = cap
         self._idle: list[ServeWorker] = []
         self._all: set[ServeWorker] = set()
         self._slots = asyncio.Semaphore(self.size)
         self._starting = asyncio.Lock()
         self.started = 0
+        #: workers whose process has not exited (what the cap counts)
+        self.live = 0
+        if cap is not None:
+            cap.join(self)
 
     async def run(
         self, line: CaseLine, timeout: float, stdout_cap: int = STDOUT_CAP
     ) -> ProcessOutcome:
         async with self._slots:
-            worker = self._take_idle()
+            if self.cap is None:
+                worker = self._take_idle()
+            else:
+                worker = await self.cap.take(self, self._take_idle)
             if worker is None:
                 worker = ServeWorker(
-                    self.command(), self.cwd, self.env, stdout_cap, self.exit_status
+                    self.command(), self.cwd, self.env, stdout_cap, self.exit_status, self._gone
                 )
                 self.started += 1
                 # One start at a time: a start blocks the loop until the process runs, so
                 # eight at once would hold every first case line back until the last one.
-                async with self._starting:
-                    failure = await worker.start()
+                failure: str | None = "the run stopped while the worker started"
+                try:
+                    async with self._starting:
+                        failure = await worker.start()
+                finally:
+                    if failure is not None:  # no process, or none this pool will count
+                        worker.on_exit = None
+                        if self.cap is not None:
+                            self.cap.release()
                 if failure is not None:
                     return ProcessOutcome(None, b"", "", 0.0, spawn_error=failure)
+                self.live += 1
                 self._all.add(worker)
             try:
                 outcome = await worker.run_case(line, timeout)
             finally:
                 if worker.alive:
                     self._idle.append(worker)
+                    if self.cap is not None:
+                        self.cap.changed()
                 else:
                     self._all.discard(worker)
             return outcome
+
+    def _gone(self) -> None:
+        self.live -= 1
+        if self.cap is not None:
+            self.cap.release()
 
     def _take_idle(self) -> ServeWorker | None:
         while self._idle:
@@ -366,6 +395,13 @@ class ServePool:
             self._all.discard(worker)
             asyncio.ensure_future(worker.kill())
         return None
+
+    def give_up_idle(self) -> ServeWorker | None:
+        """An idle worker taken out of the pool, for the cap to end."""
+        worker = self._take_idle()
+        if worker is not None:
+            self._all.discard(worker)
+        return worker
 
     async def close(self) -> None:
         workers, self._all, self._idle = list(self._all), set(), []

@@ -60,7 +60,7 @@ class CaseGrader:
         self.telemetry = spans
         self._proxy: JudgeProxy | None = None
         self._proxy_lock = asyncio.Lock()
-        self._pools = GraderPools(plan.options.workers)
+        self._pools = GraderPools(plan.options.workers, plan.options.max_processes)
         self._workspaces = RunWorkspaces(plan, lambda: self._agent_masks())
         self._ctx = LaunchContext(
             eval_dir=plan.loaded.folder.resolve(),

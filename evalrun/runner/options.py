@@ -23,6 +23,8 @@ class RunOptions:
     judge: str | None = None
     targets_file: Path | None = None
     workers: int = 4
+    #: the cap on the eval's own graders' processes, None for the default (launcher/cap.py)
+    max_processes: int | None = None
     filters: list[str] = field(default_factory=list)
     repeat: int = 1
     threshold: float | None = None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import compileall
+import importlib.util
 import json
 import subprocess
 import sys
@@ -19,10 +20,24 @@ def pytest_configure(config: pytest.Config) -> None:
     process writes bytecode, so each of the suite's hundreds of ``evalrun`` processes would
     compile what it imports from source again (docs/architecture.md, "Tests"). Files already
     up to date are only checked; under xdist only the controller compiles."""
+    _load_schemathesis(config)
     if hasattr(config, "workerinput"):
         return
     for package in PACKAGES:
         compileall.compile_dir(ROOT / package, quiet=2)
+
+
+def _load_schemathesis(config: pytest.Config) -> None:
+    """``addopts`` turns plugin autoloading off (docs/architecture.md, "Tests"), so schemathesis'
+    plugin, which ``test_hostile_schema.py`` needs to be collected, is registered here: when
+    installed (a ``[test-all]`` package, which ``-p`` in ``addopts`` would require) and not
+    already loaded (a run with autoloading on)."""
+    manager = config.pluginmanager
+    if manager.has_plugin("schemathesis") or importlib.util.find_spec("schemathesis") is None:
+        return
+    from schemathesis.pytest import plugin
+
+    manager.register(plugin, "schemathesis")
 
 
 def run_cli(

@@ -95,6 +95,63 @@ def test_a_file_part_is_looked_for_in_each_folder_up_to_the_repository(
     assert tests[1].input_messages[-1].text() == "Read"  # the repository is the boundary
 
 
+def test_a_file_part_read_from_the_working_folder_outside_the_repository_is_warned_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AgentV looks in the working folder last: a file found only there depends on where the
+    run was started, so it is said where the part stands (docs/eval-files.md, "AgentV files").
+    The repository's own files, and a message left as written, are not."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "inside.md").write_text("ours\n", encoding="utf-8")
+    evals = repo / "evals"
+    evals.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "brief.md").write_text("from where it was started\n", encoding="utf-8")
+    path = write(
+        evals,
+        "providers: [sut]\n"
+        "prompts: ['{{ input }}']\n"
+        "tests:\n"
+        "  - id: outside\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content:\n"
+        "            - {type: text, value: Read}\n"
+        "            - {type: file, value: brief.md}\n"
+        "  - id: inside\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content: [{type: file, value: inside.md}]\n"
+        "  - id: left-as-written\n"
+        "    assert: [{type: contains, value: x}]\n"
+        "    vars:\n"
+        "      input:\n"
+        "        - role: user\n"
+        "          content: [{type: file, value: brief.md}, {type: file, value: gone.md}]\n",
+    )
+    monkeypatch.chdir(elsewhere)
+    loaded = load_eval(path)
+    tests = loaded.spec.tests
+    assert isinstance(tests, list)
+    assert "from where it was started" in tests[0].input_messages[-1].text()
+    said = [w for w in loaded.warnings if "working folder" in w]
+    assert said == [
+        f"{path}:11: tests[0].input[0].content[1]: file part brief.md was read from the working "
+        f"folder ({elsewhere.resolve()}), outside the eval file's repository ({repo.resolve()}): "
+        "AgentV looks there last, so a run started from another folder reads another file or none"
+    ]
+
+    monkeypatch.chdir(repo)  # the repository's root: one of the folders AgentV looks in anyway
+    (repo / "brief.md").write_text("ours too\n", encoding="utf-8")
+    assert not [w for w in load_eval(path).warnings if "working folder" in w]
+
+
 def test_a_plain_llm_rubric_with_no_value_is_skipped_with_a_warning(tmp_path: Path) -> None:
     path = write(
         tmp_path,

@@ -6,6 +6,7 @@ import importlib.resources
 from pathlib import Path
 
 import pytest
+from build_helpers import run_in_built_copy
 
 from evalrun.rubric import (
     Rubric,
@@ -182,48 +183,10 @@ def test_combine_grader_scores_resolves_beside_the_eval_file(tmp_path: Path) -> 
 def test_a_built_copy_outside_the_source_tree_finds_the_bundled_rubrics(tmp_path: Path) -> None:
     """Build the packages as an install would (setuptools build_py with the pyproject's
     package-data), then import them from another folder: the YAML files must have come along."""
-    import shutil
-    import subprocess
-    import sys
-
-    root = Path(__file__).resolve().parent.parent
-    src = tmp_path / "src"
-    src.mkdir()
-    shutil.copy(root / "pyproject.toml", src)
-    for package in ("evalrun", "proxy", "grader_sdk", "graders", "rubrics"):
-        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
-    site = tmp_path / "site"
-    build = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import setuptools; setuptools.setup()",
-            "-q",
-            "build_py",
-            "--build-lib",
-            str(site),
-        ],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert build.returncode == 0, build.stderr
     probe = (
         "import rubrics, evalrun.rubric as r; "
         "print(rubrics.__file__); print(sorted(e.name for e in r.list_rubrics())); "
         "print(len(r.load_rubric('agent').criteria))"
     )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    run = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {probe}"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert run.returncode == 0, run.stderr
-    lines = run.stdout.splitlines()
-    assert lines[0].startswith(str(site))
+    lines = run_in_built_copy(tmp_path, probe)
     assert "'agent'" in lines[1] and "'default'" in lines[1] and lines[2] == "6"

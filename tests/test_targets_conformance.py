@@ -170,6 +170,16 @@ def run(coro: Any) -> Any:
 
 # --- openai and azure -------------------------------------------------------------------------
 
+
+def openai_tool_turns(result: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's call replaying the tool call of ``TOOL_TURNS`` with ``result`` as its answer."""
+    return {
+        "messages": [*TOOL_TURNS[:2], result],
+        "max_completion_tokens": 64,
+        "tools": [OPENAI_TOOL],
+    }
+
+
 OPENAI_CALLS: dict[str, dict[str, Any]] = {
     "plain": {
         "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}],
@@ -192,15 +202,11 @@ OPENAI_CALLS: dict[str, dict[str, Any]] = {
         }
         for mode in CHOICES
     },
-    "tool_turns": {"messages": TOOL_TURNS, "max_completion_tokens": 64, "tools": [OPENAI_TOOL]},
-    "tool_error": {  # OpenAI's tool message has no error mark: the text goes alone
-        "messages": [
-            *TOOL_TURNS[:2],
-            {"role": "tool", "tool_call_id": "call_1", "content": "no such city"},
-        ],
-        "max_completion_tokens": 64,
-        "tools": [OPENAI_TOOL],
-    },
+    "tool_turns": openai_tool_turns(TOOL_TURNS[2]),
+    # OpenAI's tool message has no error mark: the text goes alone
+    "tool_error": openai_tool_turns(
+        {"role": "tool", "tool_call_id": "call_1", "content": "no such city"}
+    ),
     "json_schema": {
         "messages": [{"role": "user", "content": QUESTION}],
         "max_completion_tokens": 64,
@@ -257,6 +263,29 @@ ANTHROPIC_TOOL = {
     "description": "Current weather of a city",
     "input_schema": PARAMETERS,
 }
+
+
+def anthropic_tool_turns(result: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's call replaying the tool call of ``TOOL_TURNS``; ``result`` fills its
+    ``tool_result`` block."""
+    tool_use = {
+        "type": "tool_use",
+        "id": "call_1",
+        "name": "get_weather",
+        "input": {"city": "Paris"},
+    }
+    answer = {"type": "tool_result", "tool_use_id": "call_1", **result}
+    return {
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": [tool_use]},
+            {"role": "user", "content": [answer]},
+        ],
+        "max_tokens": 64,
+        "tools": [ANTHROPIC_TOOL],
+    }
+
+
 ANTHROPIC_CALLS: dict[str, dict[str, Any]] = {
     "plain": {
         "system": SYSTEM,
@@ -278,59 +307,8 @@ ANTHROPIC_CALLS: dict[str, dict[str, Any]] = {
         }
         for mode, kind in zip(CHOICES, ("auto", "none", "any"), strict=True)
     },
-    "tool_turns": {
-        "messages": [
-            {"role": "user", "content": QUESTION},
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "call_1",
-                        "name": "get_weather",
-                        "input": {"city": "Paris"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": "call_1", "content": '{"sky": "sunny"}'}
-                ],
-            },
-        ],
-        "max_tokens": 64,
-        "tools": [ANTHROPIC_TOOL],
-    },
-    "tool_error": {
-        "messages": [
-            {"role": "user", "content": QUESTION},
-            {
-                "role": "assistant",
-                "content": [
-                    {
-                        "type": "tool_use",
-                        "id": "call_1",
-                        "name": "get_weather",
-                        "input": {"city": "Paris"},
-                    }
-                ],
-            },
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "tool_result",
-                        "tool_use_id": "call_1",
-                        "is_error": True,
-                        "content": "no such city",
-                    }
-                ],
-            },
-        ],
-        "max_tokens": 64,
-        "tools": [ANTHROPIC_TOOL],
-    },
+    "tool_turns": anthropic_tool_turns({"content": '{"sky": "sunny"}'}),
+    "tool_error": anthropic_tool_turns({"is_error": True, "content": "no such city"}),
     "json_schema": {
         "messages": [{"role": "user", "content": QUESTION}],
         "max_tokens": 64,
@@ -389,6 +367,24 @@ def gemini_calls(types: Any) -> dict[str, dict[str, Any]]:
         parameters_json_schema=PARAMETERS,
     )
     tools = [types.Tool(function_declarations=[declaration])]
+
+    def tool_turns(response: dict[str, Any]) -> dict[str, Any]:
+        """The call replaying the tool call of ``TOOL_TURNS`` with ``response`` as its answer."""
+        call = types.FunctionCall(name="get_weather", args={"city": "Paris"})
+        answer = types.FunctionResponse(name="get_weather", response=response)
+        return {
+            "contents": [
+                question,
+                types.Content(role="model", parts=[types.Part(function_call=call)]),
+                types.Content(role="user", parts=[types.Part(function_response=answer)]),
+            ],
+            "config": types.GenerateContentConfig(
+                max_output_tokens=64,
+                tools=tools,
+                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
+            ),
+        }
+
     return {
         "plain": {
             "contents": [question],
@@ -423,66 +419,8 @@ def gemini_calls(types: Any) -> dict[str, dict[str, Any]]:
             }
             for mode, kind in zip(CHOICES, ("AUTO", "NONE", "ANY"), strict=True)
         },
-        "tool_turns": {
-            "contents": [
-                question,
-                types.Content(
-                    role="model",
-                    parts=[
-                        types.Part(
-                            function_call=types.FunctionCall(
-                                name="get_weather", args={"city": "Paris"}
-                            )
-                        )
-                    ],
-                ),
-                types.Content(
-                    role="user",
-                    parts=[
-                        types.Part(
-                            function_response=types.FunctionResponse(
-                                name="get_weather", response={"sky": "sunny"}
-                            )
-                        )
-                    ],
-                ),
-            ],
-            "config": types.GenerateContentConfig(
-                max_output_tokens=64,
-                tools=tools,
-                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-            ),
-        },
-        "tool_error": {
-            "contents": [
-                question,
-                types.Content(
-                    role="model",
-                    parts=[
-                        types.Part(
-                            function_call=types.FunctionCall(
-                                name="get_weather", args={"city": "Paris"}
-                            )
-                        )
-                    ],
-                ),
-                types.Content(
-                    role="user",
-                    parts=[
-                        types.Part(
-                            function_response=types.FunctionResponse(
-                                name="get_weather", response={"error": "no such city"}
-                            )
-                        )
-                    ],
-                ),
-            ],
-            "config": types.GenerateContentConfig(
-                max_output_tokens=64,
-                tools=tools,
-                automatic_function_calling=types.AutomaticFunctionCallingConfig(disable=True),
-            ),
-        },
+        "tool_turns": tool_turns({"sky": "sunny"}),
+        "tool_error": tool_turns({"error": "no such city"}),
         "json_schema": {
             "contents": [question],
             "config": types.GenerateContentConfig(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from evalrun.spec.models import EvalFile
 from evalrun.targets import (
     CompletionRequest,
     CompletionResponse,
+    LimitFactory,
     StoreOptions,
     Target,
     TargetPool,
@@ -85,10 +87,38 @@ def _offered_names(kind: str, body: dict[str, Any]) -> list[str]:
     return [d["name"] for d in declarations["functionDeclarations"]]
 
 
+@pytest.fixture
+def box(tmp_path: Path) -> Toolbox:
+    """The task's three tools, answered in ``tmp_path``."""
+    return _toolbox(tmp_path)
+
+
 async def _loop(
     target: Target, box: Toolbox, max_turns: int = 10, prompt: str = TASK
 ) -> CompletionResponse:
     return await run_tool_loop(target, CompletionRequest.from_prompt(prompt), box, max_turns)
+
+
+def _run_task(
+    handler: Callable[[Seen], Reply],
+    box: Toolbox,
+    target: Callable[[str], dict[str, Any]] = lambda url: _target("openai", url),
+    max_turns: int = 10,
+    limit_for: LimitFactory | None = None,
+) -> tuple[CompletionResponse, list[Seen]]:
+    """The task through the loop, against a fake model at a loopback URL that ``target`` makes
+    a target of; the answer and the requests the model was sent."""
+
+    async def main() -> tuple[CompletionResponse, list[Seen]]:
+        async with FakeServer(handler) as server:
+            config = targets_file(target(server.url))
+            pool = TargetPool(config, env={"PROVIDER_KEY": KEY}, limit_for=limit_for)
+            try:
+                return await _loop(pool.get("m"), box, max_turns), server.seen
+            finally:
+                await pool.aclose()
+
+    return asyncio.run(main())
 
 
 def _calls(transcript: Transcript | None) -> list[tuple[str, Any, Any]]:
@@ -113,19 +143,9 @@ def _without_times(transcript: Transcript | None) -> dict[str, Any]:
     "kind", ["openai", pytest.param("azure", marks=pytest.mark.slow), "anthropic", "gemini"]
 )
 def test_a_three_tool_task_completes_through_the_loop_in_each_wire_format(
-    kind: str, tmp_path: Path
+    kind: str, box: Toolbox
 ) -> None:
-    box = _toolbox(tmp_path)
-
-    async def main() -> tuple[CompletionResponse, list[Seen]]:
-        async with FakeServer(HANDLERS[kind]) as server:
-            pool = TargetPool(targets_file(_target(kind, server.url)), env={"PROVIDER_KEY": KEY})
-            try:
-                return await _loop(pool.get("m"), box), server.seen
-            finally:
-                await pool.aclose()
-
-    response, seen = asyncio.run(main())
+    response, seen = _run_task(HANDLERS[kind], box, lambda url: _target(kind, url))
     assert response.text == ANSWER
     assert _calls(response.transcript) == EXPECTED_CALLS
     assert len(seen) == 4  # three tool turns and the answer
@@ -152,8 +172,9 @@ def test_a_three_tool_task_completes_through_the_loop_in_each_wire_format(
     assert transcript.summary()["tool_calls"] == {"lookup_price": 1, "multiply": 1, "write_file": 1}
 
 
-def test_each_step_is_cached_and_recorded_and_a_replay_calls_nothing(tmp_path: Path) -> None:
-    box = _toolbox(tmp_path)
+def test_each_step_is_cached_and_recorded_and_a_replay_calls_nothing(
+    tmp_path: Path, box: Toolbox
+) -> None:
     cassette = tmp_path / "cassette.jsonl"
     cache = tmp_path / "cache"
     env = {"PROVIDER_KEY": KEY}
@@ -186,8 +207,9 @@ def test_each_step_is_cached_and_recorded_and_a_replay_calls_nothing(tmp_path: P
     assert replayed.text == ANSWER
 
 
-def test_a_replay_missing_a_step_fails_with_the_steps_before_it_kept(tmp_path: Path) -> None:
-    box = _toolbox(tmp_path)
+def test_a_replay_missing_a_step_fails_with_the_steps_before_it_kept(
+    tmp_path: Path, box: Toolbox
+) -> None:
     cassette = tmp_path / "cassette.jsonl"
 
     async def main() -> None:
@@ -211,24 +233,18 @@ def test_a_replay_missing_a_step_fails_with_the_steps_before_it_kept(tmp_path: P
 
 
 def test_max_turns_stops_the_loop_with_a_clear_error_and_keeps_the_transcript(
-    tmp_path: Path,
+    box: Toolbox,
 ) -> None:
-    box = _toolbox(tmp_path)
+    seen: list[Seen] = []
 
-    async def main() -> ToolLoopError:
-        async with FakeServer(openai_handler) as server:
-            pool = TargetPool(
-                targets_file(_target("openai", server.url)), env={"PROVIDER_KEY": KEY}
-            )
-            try:
-                with pytest.raises(ToolLoopError) as caught:
-                    await _loop(pool.get("m"), box, max_turns=2)
-            finally:
-                await pool.aclose()
-            assert server.count == 2
-            return caught.value
+    def model(request: Seen) -> Reply:
+        seen.append(request)
+        return openai_handler(request)
 
-    error = asyncio.run(main())
+    with pytest.raises(ToolLoopError) as caught:
+        _run_task(model, box, max_turns=2)
+    assert len(seen) == 2
+    error = caught.value
     assert "max_turns (2 model calls)" in error.message and "(multiply)" in error.message
     assert error.target == "m"
     assert (error.spent.usage.input_tokens, error.spent.usage.output_tokens) == (201, 20)
@@ -265,9 +281,8 @@ class RawOpenAIModel:
 
 
 def test_calls_evalrun_cannot_answer_get_error_results_and_the_loop_goes_on(
-    tmp_path: Path,
+    box: Toolbox,
 ) -> None:
-    box = _toolbox(tmp_path)
     model = RawOpenAIModel(
         [
             ("delete_everything", "{}"),
@@ -277,18 +292,7 @@ def test_calls_evalrun_cannot_answer_get_error_results_and_the_loop_goes_on(
             ("lookup_price", '{"sku": "ZZ"}'),
         ]
     )
-
-    async def main() -> CompletionResponse:
-        async with FakeServer(model) as server:
-            pool = TargetPool(
-                targets_file(_target("openai", server.url)), env={"PROVIDER_KEY": KEY}
-            )
-            try:
-                return await _loop(pool.get("m"), box)
-            finally:
-                await pool.aclose()
-
-    response = asyncio.run(main())
+    response, _ = _run_task(model, box)
     assert response.text == "done"
     assert response.transcript is not None
     calls = response.transcript.tool_calls
@@ -515,27 +519,20 @@ def test_an_error_result_is_marked_in_the_formats_that_have_a_mark() -> None:
 
 
 @pytest.mark.slow  # importing litellm takes seconds
-def test_the_three_tool_task_completes_through_a_litellm_target(tmp_path: Path) -> None:
+def test_the_three_tool_task_completes_through_a_litellm_target(box: Toolbox) -> None:
     pytest.importorskip("litellm")
-    box = _toolbox(tmp_path)
 
-    async def main() -> tuple[CompletionResponse, list[Seen]]:
-        async with FakeServer(openai_handler) as server:
-            config = {
-                "name": "m",
-                "kind": "litellm",
-                "model": "openai/gpt-4o-mini",
-                "base_url": f"{server.url}/v1",
-                "api_key_env": "PROVIDER_KEY",
-                "max_retries": 0,
-            }
-            pool = TargetPool(targets_file(config), env={"PROVIDER_KEY": KEY})
-            try:
-                return await _loop(pool.get("m"), box), server.seen
-            finally:
-                await pool.aclose()
+    def target(url: str) -> dict[str, Any]:
+        return {
+            "name": "m",
+            "kind": "litellm",
+            "model": "openai/gpt-4o-mini",
+            "base_url": f"{url}/v1",
+            "api_key_env": "PROVIDER_KEY",
+            "max_retries": 0,
+        }
 
-    response, seen = asyncio.run(main())
+    response, seen = _run_task(openai_handler, box, target)
     assert response.text == ANSWER
     assert _calls(response.transcript) == EXPECTED_CALLS
     assert [s.path for s in seen] == ["/v1/chat/completions"] * 4
@@ -543,10 +540,9 @@ def test_the_three_tool_task_completes_through_a_litellm_target(tmp_path: Path) 
                for s in seen)  # fmt: skip
 
 
-def test_every_step_is_retried_and_held_under_the_target_limit(tmp_path: Path) -> None:
+def test_every_step_is_retried_and_held_under_the_target_limit(box: Toolbox) -> None:
     """A step that fails once with a retryable error is retried like any call, and each try is
     counted by the target's concurrency limit."""
-    box = _toolbox(tmp_path)
     failed: list[int] = []
 
     def flaky(seen: Seen) -> Reply:
@@ -565,26 +561,17 @@ def test_every_step_is_retried_and_held_under_the_target_limit(tmp_path: Path) -
         async def __aexit__(self, *exc: object) -> None:
             return None
 
-    async def main() -> tuple[CompletionResponse, int]:
-        async with FakeServer(flaky) as server:
-            config = {**_target("openai", server.url), "max_retries": 1}
-            pool = TargetPool(
-                targets_file(config),
-                env={"PROVIDER_KEY": KEY},
-                limit_for=lambda _c: CountingLimit(),
-            )
-            try:
-                return await _loop(pool.get("m"), box), server.count
-            finally:
-                await pool.aclose()
-
-    response, calls = asyncio.run(main())
+    response, seen = _run_task(
+        flaky,
+        box,
+        lambda url: {**_target("openai", url), "max_retries": 1},
+        limit_for=lambda _c: CountingLimit(),
+    )
     assert response.text == ANSWER and _calls(response.transcript) == EXPECTED_CALLS
-    assert calls == 5 and CountingLimit.entered == 5
+    assert len(seen) == 5 and CountingLimit.entered == 5
 
 
-def test_several_calls_in_one_step_are_answered_in_order(tmp_path: Path) -> None:
-    box = _toolbox(tmp_path)
+def test_several_calls_in_one_step_are_answered_in_order(box: Toolbox) -> None:
     sent: list[list[dict[str, Any]]] = []
 
     def mind(results: list[str]) -> Move:
@@ -596,17 +583,7 @@ def test_several_calls_in_one_step_are_answered_in_order(tmp_path: Path) -> None
         sent.append(seen.json()["messages"])
         return openai_handler(seen, mind=mind)
 
-    async def main() -> CompletionResponse:
-        async with FakeServer(model) as server:
-            pool = TargetPool(
-                targets_file(_target("openai", server.url)), env={"PROVIDER_KEY": KEY}
-            )
-            try:
-                return await _loop(pool.get("m"), box)
-            finally:
-                await pool.aclose()
-
-    response = asyncio.run(main())
+    response, _ = _run_task(model, box)
     assert response.text == '{"sku": "A1", "price": 2.5} | {"error": "unknown sku"}'
     assert response.transcript is not None and len(response.transcript.steps) == 2
     first = response.transcript.steps[0]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from build_helpers import run_in_built_copy
 from proxy_helpers import FakeTarget, client, run, serve
 from report_helpers import NASTY, case, grader, judge_calls_for, mixed_cases
 from viewer_helpers import THREE_RUNS, add_run, scored, served, three_runs
@@ -406,38 +407,11 @@ def test_a_score_json_cannot_carry_reads_as_unknown(tmp_path: Path) -> None:
 def test_a_built_copy_ships_the_pages_assets(tmp_path: Path) -> None:
     """Built as an install would build it (setuptools build_py with the pyproject's
     package-data) and imported from elsewhere, the viewer finds its page, script and styles."""
-    root = Path(__file__).resolve().parent.parent
-    src = tmp_path / "src"
-    src.mkdir()
-    shutil.copy(root / "pyproject.toml", src)
-    for package in ("evalrun", "proxy", "grader_sdk", "graders", "rubrics"):
-        shutil.copytree(root / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
-    site = tmp_path / "site"
-    build = subprocess.run(
-        [sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py"]
-        + ["--build-lib", str(site)],
-        cwd=src,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stderr
     probe = (
         "import hashlib, evalrun.viewer.app as a; print(a.__file__); "
         "[print(n, hashlib.sha256(a._asset(n)).hexdigest()) for n in (a.SHELL, *a.ASSETS)]"
     )
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(site)!r}); {probe}"],
-        cwd=elsewhere,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines[0].startswith(str(site))
+    lines = run_in_built_copy(tmp_path, probe)
     expected = [
         f"{name} {hashlib.sha256((STATIC / name).read_bytes()).hexdigest()}"
         for name in ("index.html", "app.js", "style.css")

@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,8 +81,31 @@ def _project(tmp_path: Path, eval_yaml: str, agent: str = EDITING_AGENT) -> Path
     return tmp_path / "ws.eval.yaml"
 
 
+#: one case of the editing agent graded by the diff grader, in the workspace given under its key
+ONE_CASE = """\
+target: agent
+workspace:
+{workspace}
+tests:
+  - {{id: one, input: go, graders: [{{name: diff, command: [python, grader.py]}}]}}
+"""
+
+
+@pytest.fixture
+def one_case(tmp_path: Path) -> Callable[[str], Path]:
+    """Makes the eval folder (``_project``) of ``ONE_CASE`` with the workspace's YAML lines."""
+
+    def make(workspace: str) -> Path:
+        lines = textwrap.indent(textwrap.dedent(workspace), "  ")
+        return _project(tmp_path, ONE_CASE.format(workspace=lines.rstrip()))
+
+    return make
+
+
 def _run(eval_file: Path, **options: Any) -> list[dict[str, Any]]:
+    """The run's results; the eval file's folder holds its targets.yaml and ``out``."""
     options.setdefault("out", eval_file.parent / "out")
+    options.setdefault("targets", eval_file.parent / "targets.yaml")
     evalrun.run(eval_file, quiet=True, **options)
     lines = (Path(options["out"]) / "results.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
@@ -131,7 +155,7 @@ def test_an_agent_edits_its_workspace_and_graders_read_the_diff_and_the_files(
               - {name: diff, command: [python, grader.py]}
         """,
     )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    (result,) = _run(eval_file)
     assert result["status"] == "passed", result
     details = result["graders"][0]["details"]
     # the setup's file is part of what the agent got, so it is listed but not in the diff
@@ -150,23 +174,15 @@ def test_an_agent_edits_its_workspace_and_graders_read_the_diff_and_the_files(
 
 
 @pytest.mark.slow  # two runs; the default run keeps the editing agent's
-def test_the_workspace_is_removed_after_the_case_unless_kept(tmp_path: Path) -> None:
-    eval_file = _project(
-        tmp_path,
-        """\
-        target: agent
-        workspace: {template: tpl}
-        tests:
-          - id: one
-            input: go
-            graders: [{name: diff, command: [python, grader.py]}]
-        """,
-    )
-    (kept,) = _run(eval_file, targets=tmp_path / "targets.yaml", keep_workspaces=True)
+def test_the_workspace_is_removed_after_the_case_unless_kept(
+    tmp_path: Path, one_case: Callable[[str], Path]
+) -> None:
+    eval_file = one_case("template: tpl")
+    (kept,) = _run(eval_file, keep_workspaces=True)
     folder = Path(kept["graders"][0]["details"]["path"])
     assert f"workspace kept at {folder}" in kept["warnings"]
     assert (folder / "notes.md").read_text() == "done\n"
-    (gone,) = _run(eval_file, targets=tmp_path / "targets.yaml", out=tmp_path / "out2")
+    (gone,) = _run(eval_file, out=tmp_path / "out2")
     assert gone["status"] == "passed"
     assert gone["warnings"] == []
     assert not Path(gone["graders"][0]["details"]["path"]).exists()
@@ -185,24 +201,17 @@ def test_the_workspace_is_removed_after_the_case_unless_kept(tmp_path: Path) -> 
     ],
 )
 def test_a_failed_setup_is_the_cases_error_and_teardown_still_runs(
-    tmp_path: Path, setup: str, message: str
+    tmp_path: Path, setup: str, message: str, one_case: Callable[[str], Path]
 ) -> None:
-    eval_file = _project(
-        tmp_path,
+    eval_file = one_case(
         f"""\
-        target: agent
-        workspace:
-          template: tpl
-          setup: {{command: {setup}, timeout: 0.5}}
-          teardown: {{command: [sh, -c, 'echo torn > {tmp_path}/teardown.log']}}
-        tests:
-          - id: one
-            input: go
-            graders: [{{name: diff, command: [python, grader.py]}}]
-        """,
+        template: tpl
+        setup: {{command: {setup}, timeout: 0.5}}
+        teardown: {{command: [sh, -c, 'echo torn > {tmp_path}/teardown.log']}}
+        """
     )
     # the teardown's note is written outside its workspace: no sandbox (test_script_sandbox.py)
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
+    (result,) = _run(eval_file, sandbox="none")
     assert result["status"] == "error"
     assert result["error"].startswith("workspace: workspace setup[0]: ")
     assert message in result["error"]
@@ -211,21 +220,14 @@ def test_a_failed_setup_is_the_cases_error_and_teardown_still_runs(
 
 
 @pytest.mark.slow  # a real run; the default run keeps the editing agent's
-def test_a_failed_teardown_makes_a_passing_case_an_error(tmp_path: Path) -> None:
-    eval_file = _project(
-        tmp_path,
+def test_a_failed_teardown_makes_a_passing_case_an_error(one_case: Callable[[str], Path]) -> None:
+    eval_file = one_case(
         """\
-        target: agent
-        workspace:
-          template: tpl
-          teardown: {command: [sh, -c, 'echo disk full >&2; exit 1']}
-        tests:
-          - id: one
-            input: go
-            graders: [{name: diff, command: [python, grader.py]}]
-        """,
+        template: tpl
+        teardown: {command: [sh, -c, 'echo disk full >&2; exit 1']}
+        """
     )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    (result,) = _run(eval_file)
     assert result["status"] == "error"
     assert result["graders"][0]["status"] == "passed"  # the graders' results are kept
     assert result["error"] == "workspace teardown[0]: exited with status 1: disk full"
@@ -240,7 +242,9 @@ def _git(folder: Path, *args: str) -> str:
 
 
 @pytest.mark.slow  # a real run; the default run keeps the editing agent's
-def test_a_local_git_repository_is_checked_out_at_its_ref(tmp_path: Path) -> None:
+def test_a_local_git_repository_is_checked_out_at_its_ref(
+    tmp_path: Path, one_case: Callable[[str], Path]
+) -> None:
     repo = tmp_path / "repo"
     _write(repo, {"hello.txt": "hello\n", "src/calc.py": "def add(a, b):\n    return a + b\n"})
     (repo / "obsolete.log").write_text("old\n")
@@ -250,36 +254,18 @@ def test_a_local_git_repository_is_checked_out_at_its_ref(tmp_path: Path) -> Non
     first = _git(repo, "rev-parse", "HEAD")
     (repo / "hello.txt").write_text("later\n")
     _git(repo, "commit", "-qam", "second")
-    eval_file = _project(
-        tmp_path,
-        f"""\
-        target: agent
-        workspace:
-          repos: [{{source: repo, ref: {first}}}]
-        tests:
-          - id: one
-            input: go
-            graders: [{{name: diff, command: [python, grader.py]}}]
-        """,
-    )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    eval_file = one_case(f"repos: [{{source: repo, ref: {first}}}]")
+    (result,) = _run(eval_file)
     assert result["status"] == "passed", result
     diff = result["graders"][0]["details"]["diff"]
     assert "-hello\n+hello, agent\n" in diff  # the first commit's text, not "later"
     assert ".git" not in result["graders"][0]["details"]["files"][0]
 
 
-def test_a_remote_repository_is_refused_when_the_file_loads(tmp_path: Path) -> None:
-    eval_file = _project(
-        tmp_path,
-        """\
-        target: agent
-        workspace:
-          repos: [{source: 'https://github.com/example/widget.git'}]
-        tests:
-          - {id: one, input: go, graders: [{name: diff, command: [python, grader.py]}]}
-        """,
-    )
+def test_a_remote_repository_is_refused_when_the_file_loads(
+    one_case: Callable[[str], Path],
+) -> None:
+    eval_file = one_case("repos: [{source: 'https://github.com/example/widget.git'}]")
     with pytest.raises(
         EvalFileError,
         match=r"ws.eval.yaml:3: workspace.repos\[0\].source: .*"
@@ -308,7 +294,7 @@ def test_a_test_level_workspace_replaces_the_suites_keys(tmp_path: Path) -> None
             graders: [{name: diff, command: [python, grader.py]}]
         """,
     )
-    results = {r["id"]: r for r in _run(eval_file, targets=tmp_path / "targets.yaml")}
+    results = {r["id"]: r for r in _run(eval_file)}
     assert {k: r["status"] for k, r in results.items()} == {"suite": "passed", "own": "passed"}
     for case in ("suite", "own"):
         assert results[case]["graders"][0]["details"]["which"] == f"{case}\n"
@@ -357,7 +343,7 @@ def test_file_parts_reach_a_cli_agents_prompt_and_its_files_argument(
             ),
         },
     )
-    (result,) = _run(tmp_path / "ws.eval.yaml", targets=tmp_path / "targets.yaml")
+    (result,) = _run(tmp_path / "ws.eval.yaml")
     assert result["status"] == "passed", result
     seen = json.loads(result["output"])
     brief, extra = (str((tmp_path / "inputs" / n).resolve()) for n in ("brief.md", "extra.txt"))
@@ -384,7 +370,7 @@ def test_a_missing_file_part_is_the_cases_error(tmp_path: Path) -> None:
             ),
         },
     )
-    (result,) = _run(tmp_path / "ws.eval.yaml", targets=tmp_path / "targets.yaml")
+    (result,) = _run(tmp_path / "ws.eval.yaml")
     assert result["status"] == "error"
     assert "input file part gone.md: no such file" in result["error"]
 
@@ -398,27 +384,24 @@ def test_the_worked_example_of_the_docs(tmp_path: Path, monkeypatch: pytest.Monk
     for block in re.findall(r"```(?:python|yaml)\n# file: (\S+)\n(.*?)```", example, re.S):
         _write(tmp_path, {block[0]: block[1]})
     monkeypatch.chdir(tmp_path)
-    (result,) = _run(tmp_path / "fix.eval.yaml", targets=tmp_path / "targets.yaml")
+    (result,) = _run(tmp_path / "fix.eval.yaml")
     assert result["status"] == "passed", result
     quoted = re.search(r"grader's reason being\n`([^`]*)`", example)
     assert quoted is not None
     assert result["graders"][0]["reason"] == quoted.group(1)
 
 
-def test_a_missing_template_stops_the_run_before_anything_runs(tmp_path: Path) -> None:
-    eval_file = _project(
-        tmp_path,
+def test_a_missing_template_stops_the_run_before_anything_runs(
+    tmp_path: Path, one_case: Callable[[str], Path]
+) -> None:
+    eval_file = one_case(
         """\
-        target: agent
-        workspace:
-          template: nowhere
-          required_commands: [no-such-program-xyz]
-        tests:
-          - {id: one, input: go, graders: [{name: diff, command: [python, grader.py]}]}
-        """,
+        template: nowhere
+        required_commands: [no-such-program-xyz]
+        """
     )
     with pytest.raises(EvalError) as raised:
-        _run(eval_file, targets=tmp_path / "targets.yaml")
+        _run(eval_file)
     problems = "\n".join(raised.value.problems)
     assert "ws.eval.yaml:3: workspace.template: nowhere is not a folder" in problems
     assert "workspace.required_commands: no-such-program-xyz is not on PATH" in problems
@@ -449,7 +432,7 @@ def test_a_model_target_answers_beside_the_workspace_its_graders_read(tmp_path: 
         """,
     )
     (tmp_path / "files.py").write_text(FILES_GRADER)
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml")
+    (result,) = _run(eval_file)
     assert result["status"] == "passed", result
     assert "hello.txt" in result["graders"][0]["details"]["files"]
 
@@ -478,7 +461,7 @@ def test_a_sandboxed_workspace_where_bwrap_cannot_run_stops_the_run_before_any_c
         """,
     )
     with pytest.raises(evalrun.EvalError) as caught:
-        _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
+        _run(eval_file, sandbox="none")
     assert str(caught.value).splitlines()[0] == (
         f"{tmp_path / where}: the agent's sandbox cannot be had: {reason} "
         "(workspace.sandbox: none runs the agent without one)"
@@ -502,5 +485,5 @@ def test_a_workspace_without_a_sandbox_runs_where_bwrap_cannot(
             workspace: {sandbox: none}
         """,
     )
-    (result,) = _run(eval_file, targets=tmp_path / "targets.yaml", sandbox="none")
+    (result,) = _run(eval_file, sandbox="none")
     assert result["status"] == "passed", result

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalrun.launcher.process import STDERR_TAIL, STDOUT_CAP, ProcessOutcome
+from evalrun.launcher.process import STDERR_TAIL, STDOUT_CAP, ProcessOutcome, answer_outcome
 from evalrun.launcher.serve import (
     MODE_ENV,
     NOT_AN_ANSWER,
@@ -127,18 +127,17 @@ class HostWorker(ServeWorker):
             raise
         self._waiting.pop(nonce, None)
         if answer.done() and answer.result() is not None:
-            outcome = self._host_answer(answer.result(), started)  # type: ignore[arg-type]
+            doc: dict[str, Any] = answer.result()  # type: ignore[assignment]
+            outcome = answer_outcome(doc, self._stderr_of(doc), started)
         elif not done:
             self.retired = True
             self._abandoned.add(nonce)
-            outcome = self._host_outcome(started, timed_out=True)
+            outcome = self._outcome(started, timed_out=True)
         elif self._broken is not None:
-            outcome = self._host_outcome(
-                started, failure=f"grader host {self._broken} and was killed"
-            )
+            outcome = self._outcome(started, failure=f"grader host {self._broken} and was killed")
         else:
             code = self.exit_status(self.transport.get_returncode())
-            outcome = self._host_outcome(started, exit_code=code, failure=_exit_reason(code))
+            outcome = self._outcome(started, exit_code=code, failure=_exit_reason(code))
         await self._settle()
         return outcome
 
@@ -147,37 +146,11 @@ class HostWorker(ServeWorker):
         if (self.retired or not self.alive) and not self._waiting:
             await self.kill()
 
-    def _host_answer(self, doc: dict[str, Any], started: float) -> ProcessOutcome:
-        result = doc["result"]
-        if result is None:
-            stdout = b""
-        else:
-            stdout = result.encode() if isinstance(result, str) else json.dumps(result).encode()
+    @staticmethod
+    def _stderr_of(doc: dict[str, Any]) -> str:
+        """The case's own stderr, carried in its answer (the host's is shared by its cases)."""
         stderr = doc.get("stderr")
-        return ProcessOutcome(
-            exit_code=doc["exit"],
-            stdout=stdout,
-            stderr_tail=stderr[-STDERR_TAIL:].strip() if isinstance(stderr, str) else "",
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
-
-    def _host_outcome(
-        self,
-        started: float,
-        *,
-        exit_code: int | None = None,
-        timed_out: bool = False,
-        failure: str | None = None,
-    ) -> ProcessOutcome:
-        return ProcessOutcome(
-            exit_code=exit_code,
-            stdout=b"",
-            stderr_tail=self._stderr_text(),  # the host's own stderr: why it could not go on
-            duration_ms=(time.perf_counter() - started) * 1000,
-            timed_out=timed_out,
-            overflowed=self._overflowed,
-            failure=None if timed_out or self._overflowed else failure,
-        )
+        return stderr[-STDERR_TAIL:].strip() if isinstance(stderr, str) else ""
 
 
 class HostPool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import time
@@ -31,6 +32,23 @@ class ProcessOutcome:
     spawn_error: str | None = None
     #: why the grader's answer cannot be used at all (stream mode: it died or broke the framing)
     failure: str | None = None
+
+
+def answer_outcome(doc: dict[str, Any], stderr_tail: str, started: float) -> ProcessOutcome:
+    """A stream-mode answer line (``{nonce, exit, result}``, docs/grader-protocol.md, "Stream
+    mode") as a per-process outcome, so the one protocol reader (``protocol.interpret``) reads
+    served, hosted and per-process graders alike."""
+    result = doc["result"]
+    if result is None:
+        stdout = b""
+    else:
+        stdout = result.encode() if isinstance(result, str) else json.dumps(result).encode()
+    return ProcessOutcome(
+        exit_code=doc["exit"],
+        stdout=stdout,
+        stderr_tail=stderr_tail,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.launcher.cap import ProcessCap
-from evalrun.launcher.process import KILL_GRACE_S, STDERR_TAIL, STDOUT_CAP, ProcessOutcome
+from evalrun.launcher.process import (
+    KILL_GRACE_S,
+    STDERR_TAIL,
+    STDOUT_CAP,
+    ProcessOutcome,
+    answer_outcome,
+)
 
 #: Why a worker's stdout line is no answer at all (``grader check`` reads it as "does not serve").
 NOT_AN_ANSWER = "answered with a line that is not {nonce, exit, result}"
@@ -222,7 +228,7 @@ class ServeWorker:
             raise
         if answer.done() and answer.result() is not None:
             await asyncio.sleep(0)  # let stderr callbacks already queued with the line run
-            return self._answered(answer.result(), started)
+            return answer_outcome(answer.result(), self._stderr_text(), started)
         if not done:
             await self.kill()
             return self._outcome(started, timed_out=True)
@@ -234,25 +240,10 @@ class ServeWorker:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._stdout_closed), DRAIN_AFTER_EXIT_S)
         if answer.done() and answer.result() is not None:
-            return self._answered(answer.result(), started)
+            return answer_outcome(answer.result(), self._stderr_text(), started)
         code = self.exit_status(self.transport.get_returncode())
         await self.kill()
         return self._outcome(started, exit_code=code, failure=_exit_reason(code))
-
-    def _answered(self, doc: dict[str, Any], started: float) -> ProcessOutcome:
-        """The answer as a per-process outcome, read by the one protocol reader
-        (``protocol.interpret``)."""
-        result = doc["result"]
-        if result is None:
-            stdout = b""
-        else:
-            stdout = result.encode() if isinstance(result, str) else json.dumps(result).encode()
-        return ProcessOutcome(
-            exit_code=doc["exit"],
-            stdout=stdout,
-            stderr_tail=self._stderr_text(),
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
 
     def _outcome(
         self,

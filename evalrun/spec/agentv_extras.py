@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UserError
-from evalrun.spec.agentv import rename_key
+from evalrun.spec.agentv import Notes, rename_key
 from evalrun.spec.agentv_files import join_content_parts
 from evalrun.spec.kinds import ALIASES, CONFIG_OPTIONS, KINDS
 from evalrun.spec.models import GraderSpec
@@ -97,9 +97,11 @@ def interpolate_env(
     return walk(value, path), problems
 
 
-def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = False) -> Any:
+def normalize_suite(
+    data: Any, lines: LineMap, folder: Path, *, agentv: bool = False, notes: Notes | None = None
+) -> Any:
     """Rewrite an eval file's AgentV spellings, in place. ``agentv``: the loader saw AgentV's
-    spellings already (AgentV's own keys below say so too)."""
+    spellings already (AgentV's own keys below say so too); ``notes`` gets the warnings."""
     if not isinstance(data, dict):
         return data
     agentv = agentv or any(key in data for key in AGENTV_SUITE_KEYS)
@@ -117,7 +119,7 @@ def normalize_suite(data: Any, lines: LineMap, folder: Path, *, agentv: bool = F
         if any(skips):
             _give_each_test_the_suite_graders(data, tests, skips, lines)
         for i, case in enumerate(tests):
-            normalize_test(case, ("tests", i), lines, folder, agentv=agentv)
+            normalize_test(case, ("tests", i), lines, folder, agentv=agentv, notes=notes)
             if suite_input is not None and isinstance(case, dict) and not skips[i]:
                 _prepend_input(case, suite_input)
             if not data.get("graders"):
@@ -232,8 +234,15 @@ def _normalize_turns(
 
 
 def normalize_test(
-    case: Any, path: tuple[Any, ...], lines: LineMap, folder: Path, *, agentv: bool = False
+    case: Any,
+    path: tuple[Any, ...],
+    lines: LineMap,
+    folder: Path,
+    *,
+    agentv: bool = False,
+    notes: Notes | None = None,
 ) -> Any:
+    """Rewrite one test's AgentV spellings, in place; ``notes`` gets the warnings about it."""
     if not isinstance(case, dict):
         return case
     metadata = case.get("metadata")
@@ -247,7 +256,7 @@ def normalize_test(
     if "input" not in case and isinstance(case.get("input_files"), list):
         _prompt_from_files(case, folder)
     if agentv:
-        join_content_parts(case, folder)
+        join_content_parts(case, folder, [] if notes is None else notes, path)
     if "input" not in case and isinstance(case.get("turns"), list):
         case["input"] = []  # the turns carry it
     graders = case.get("graders")

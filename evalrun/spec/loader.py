@@ -140,11 +140,11 @@ def load_eval(path: Path) -> LoadedEval:
     data = normalize_eval(data, lines, notes)
     agentv = agentv or bool(notes) or any(key in data for key in AGENTV_SUITE_KEYS)
     agentv = agentv or is_agentv_workspace(data.get("workspace"))
-    workspace_notes: Notes = []
+    warned: Notes = []  # the workspace's and the file parts', said after validation
     try:
         resolve_graders(data, lines, path.parent, options.notes)
-        map_workspaces(data, path.parent, workspace_notes, lines)
-        data = normalize_suite(data, lines, path.parent, agentv=agentv)
+        map_workspaces(data, path.parent, warned, lines)
+        data = normalize_suite(data, lines, path.parent, agentv=agentv, notes=warned)
     except AgentVProblem as exc:
         raise EvalFileError(_located(path, [(exc.path, exc.message)], lines)) from None
     apply_threshold(data, options.threshold)
@@ -157,7 +157,7 @@ def load_eval(path: Path) -> LoadedEval:
         *_located_list(path, skipped, lines),
         *warnings,
     ]
-    warnings += _located_list(path, workspace_notes, lines)
+    warnings += _located_list(path, warned, lines)
     loaded = _checked(path, spec, lines, _located_list(path, notes, lines), warnings)
     loaded.agentv = agentv
     return loaded

@@ -263,7 +263,11 @@ def main() -> None:
     parser.add_argument("--hang-s", type=float, default=30.0)
     parser.add_argument("--runs", type=int, default=1, help="alternating runs of each pair")
     parser.add_argument("--rows", default=",".join(ROWS))
-    parser.add_argument("--peers-python", help="an interpreter with deepeval and ragas installed")
+    parser.add_argument(
+        "--peers-python",
+        default=os.environ.get("BENCH_PEERS_PYTHON"),
+        help="an interpreter with deepeval and ragas (default: $BENCH_PEERS_PYTHON)",
+    )
     parser.add_argument("--only", choices=TOOLS, help="one run of this tool (with --row)")
     parser.add_argument("--row", choices=list(ROWS), default="plain")
     parser.add_argument("--seed", type=int, default=36)

@@ -166,6 +166,10 @@ def test_random_429s_independent_of_load_do_not_cut_the_limit() -> None:
     assert stats["rate_limited"] == judge.rejected
     assert min(judge.limits) >= DEFAULT_CONCURRENCY // 2, sorted(judge.limits)[:10]
     assert stats["concurrency_limit_end"] > DEFAULT_CONCURRENCY  # it still grew
+    moves = [d["to"] for d in stats["concurrency_decisions"]]
+    assert stats["concurrency_changes"] == len(moves)  # none fell out of the summary's list
+    assert stats["concurrency_limit_low"] == min([stats["concurrency_start"], *moves])
+    assert stats["concurrency_limit_low"] >= DEFAULT_CONCURRENCY // 2  # issue #36's bar
     assert not any(
         d["reason"].startswith("load") and d["to"] < DEFAULT_CONCURRENCY // 2
         for d in stats["concurrency_decisions"]

@@ -224,13 +224,8 @@ def one_run(tool: str, args: argparse.Namespace, row: str, cases: list[dict]) ->
 
 def differing(a: Outcome, b: Outcome) -> int:
     """Cases both scored whose scores differ by more than ``TOLERANCE``."""
-    return sum(
-        1
-        for case, score in a.scores.items()
-        if score is not None
-        and b.scores.get(case) is not None
-        and abs(score - b.scores[case]) > TOLERANCE  # type: ignore[operator]
-    )
+    both = [(x, b.scores.get(case)) for case, x in a.scores.items()]
+    return sum(1 for x, y in both if x is not None and y is not None and abs(x - y) > TOLERANCE)
 
 
 def report(rows: list[Row], tools: list[str]) -> None:
@@ -238,7 +233,7 @@ def report(rows: list[Row], tools: list[str]) -> None:
     head = f"{'row':<9} {'evalrun s':>9}"
     for peer in peers:
         head += f" {peer + ' s':>11} {peer + '/evalrun':>17}"
-    print(head + f" {'limit low/start':>15} {'failed cases':>22} {'scores differ':>16}")
+    print(head + f" {'limit low/start':>15} {'failed':>8} {'calls/case':>16} {'differ':>7}")
     for row in rows:
         evalrun = row.runs["evalrun"]
         line = f"{row.name:<9} {row.median_wall('evalrun'):>9.1f}"
@@ -248,10 +243,15 @@ def report(rows: list[Row], tools: list[str]) -> None:
         low = min(o.limit_low or 0 for o in evalrun)
         line += f" {f'{low}/{evalrun[0].limit_start}':>15}"
         failed = "/".join(str(max(o.failed for o in row.runs[t])) for t in tools)
+        cases = len(evalrun[0].scores)
+        calls = "/".join(
+            f"{statistics.median(o.judge_calls for o in row.runs[t]) / cases:.2f}" for t in tools
+        )
         differ = "/".join(str(max(map(differing, row.runs[p], evalrun))) for p in peers)
-        print(line + f" {failed:>22} {differ or '-':>16}")
+        print(line + f" {failed:>8} {calls:>16} {differ or '-':>7}")
     print(
-        f"failed cases: {'/'.join(tools)} (the most in any run); scores differ: each peer vs evalrun"
+        f"failed cases (the most in any run), judge calls per case (median): {'/'.join(tools)}; "
+        f"differ: cases whose scores differ by more than {TOLERANCE:g}, each peer against evalrun"
     )
 
 

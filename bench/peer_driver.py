@@ -48,9 +48,9 @@ def deepeval_scores(
     )
     scores: dict[str, float | None] = {}
     for test in result.test_results:
-        data = (test.metrics_data or [None])[0]
-        ok = data is not None and data.error is None and data.score is not None
-        scores[test.name] = float(data.score) if ok else None  # type: ignore[union-attr]
+        data = test.metrics_data[0] if test.metrics_data else None
+        score = None if data is None or data.error is not None else data.score
+        scores[test.name] = None if score is None else float(score)
     return scores
 
 

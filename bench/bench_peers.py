@@ -235,19 +235,19 @@ def report(rows: list[Row], tools: list[str]) -> None:
         head += f" {peer + ' s':>11} {peer + '/evalrun':>17}"
     print(head + f" {'limit low/start':>15} {'failed':>8} {'calls/case':>16} {'differ':>7}")
     for row in rows:
-        evalrun = row.runs["evalrun"]
+        ours = row.runs["evalrun"]
         line = f"{row.name:<9} {row.median_wall('evalrun'):>9.1f}"
         for peer in peers:
-            ratios = [p.wall_s / e.wall_s for p, e in zip(row.runs[peer], evalrun, strict=True)]
+            ratios = [p.wall_s / e.wall_s for p, e in zip(row.runs[peer], ours, strict=True)]
             line += f" {row.median_wall(peer):>11.1f} {statistics.median(ratios):>16.2f}x"
-        low = min(o.limit_low or 0 for o in evalrun)
-        line += f" {f'{low}/{evalrun[0].limit_start}':>15}"
+        low = min(o.limit_low or 0 for o in ours)
+        line += f" {f'{low}/{ours[0].limit_start}':>15}"
         failed = "/".join(str(max(o.failed for o in row.runs[t])) for t in tools)
-        cases = len(evalrun[0].scores)
+        cases = len(ours[0].scores)
         calls = "/".join(
             f"{statistics.median(o.judge_calls for o in row.runs[t]) / cases:.2f}" for t in tools
         )
-        differ = "/".join(str(max(map(differing, row.runs[p], evalrun))) for p in peers)
+        differ = "/".join(str(max(map(differing, row.runs[p], ours))) for p in peers)
         print(line + f" {failed:>8} {calls:>16} {differ or '-':>7}")
     print(
         f"failed cases (the most in any run), judge calls per case (median): {'/'.join(tools)}; "

@@ -20,6 +20,7 @@ SMALL = {
         ["--cases", "40", "--workers", "8", "--latency-ms", "20"],
         "whole-tree PSS",
     ),
+    "bench_peers.py": (["--cases", "12", "--hang-s", "2"], "limit low/start"),
     "bench_proxy.py": (["--calls", "100", "--seconds", "0.5", "--clients", "4"], "via proxy"),
     "bench_ray.py": (["--cases", "8", "--workers", "2"], "ray/local"),
     "bench_reports.py": (["--small", "200", "--large", "2000"], "peak memory"),

@@ -66,7 +66,7 @@ class ConcurrencyLimit:
     def __init__(self, start: int, ceiling: int | None = None) -> None:
         self.ceiling = max(1, ceiling if ceiling is not None else start)
         self.limit = self.start = min(max(1, start), self.ceiling)
-        self.peak_limit = self.limit
+        self.peak_limit = self.low_limit = self.limit
         self.peak_active = 0
         self.rate_limited = 0
         self._slow_start = True
@@ -96,6 +96,7 @@ class ConcurrencyLimit:
                 "concurrency_start": self.start,
                 "concurrency_reached": self.peak_active,
                 "concurrency_limit_peak": self.peak_limit,
+                "concurrency_limit_low": self.low_limit,
                 "concurrency_limit_end": self.limit,
                 "max_concurrency": self.ceiling,
                 "rate_limited": self.rate_limited,
@@ -241,6 +242,7 @@ class ConcurrencyLimit:
         )
         self.limit = limit
         self.peak_limit = max(self.peak_limit, limit)
+        self.low_limit = min(self.low_limit, limit)
         self._wake()
 
     async def __aenter__(self) -> None:

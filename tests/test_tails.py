@@ -59,8 +59,10 @@ def test_hung_attempts_are_cut_and_their_retries_answer() -> None:
     judge = HangingJudge(share=0.05)
     stats = run_calls(judge, 400)
     assert judge.hung >= 10  # the hangs were there
-    assert stats["attempt_timeouts"] == judge.hung  # each one cut, and only those
-    assert stats["calls"] == 400 + judge.hung  # one retry per cut attempt
+    # each hang cut; on a loaded machine an answer slower than the 1 s floor is cut too, which
+    # is the rule working, so the count of cuts is not pinned to the hangs (no test times)
+    assert stats["attempt_timeouts"] >= judge.hung
+    assert stats["calls"] == 400 + stats["attempt_timeouts"]  # one retry per cut attempt
     assert FLOOR_S <= stats["attempt_timeout_s"] < 60
     assert stats["latency_p99_ms"] is not None
 

@@ -17,6 +17,7 @@ config:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from grader_sdk import (
@@ -44,7 +45,13 @@ from graders._rag import (
     retrieval_groups,
     snippet,
 )
-from graders._rag_batched import RELEVANCE_KEY, judge_batched, judge_mode, relevance_batch_request
+from graders._rag_batched import (
+    RELEVANCE_KEY,
+    judge_batched,
+    judge_mode,
+    read_numbered,
+    relevance_batch_request,
+)
 
 
 def score_groups(groups: list[RetrievalGroup], per_tool_call: bool, how: str) -> GraderResult:
@@ -169,7 +176,8 @@ def _judge_lists(
     for group in groups:
         request = relevance_batch_request(question, group.nodes, expected, target)
         try:
-            reading = judge_batched(client, request, len(group.nodes), RELEVANCE_KEY)
+            read = partial(read_numbered, count=len(group.nodes), key=RELEVANCE_KEY)
+            reading = judge_batched(client, request, read)
         except BudgetExceeded as exc:
             budget_refused(exc, left, 1, work)
         except ProtocolError as exc:

@@ -27,7 +27,7 @@ from grader_sdk.replies import (
 )
 
 MODES = ("per-item", "batched")
-DEFAULT_MODE = "per-item"
+DEFAULT_MODE = "batched"
 
 RELEVANCE_KEY = "relevant"
 ATTRIBUTION_KEY = "attributable"
@@ -59,7 +59,8 @@ RECALL_BATCH_SYSTEM = (
 
 
 def judge_mode(config: dict[str, Any]) -> str:
-    """The grader's ``config.mode``: ``per-item`` (default) or ``batched``."""
+    """The grader's ``config.mode``: ``batched`` (default, docs/contextual-precision.md) or
+    ``per-item``."""
     mode = config.get("mode", DEFAULT_MODE)
     if mode not in MODES:
         raise ValueError(f"config.mode must be one of {', '.join(MODES)}, not {mode!r}")

@@ -12,7 +12,7 @@ config:
   include_expected: bool                show the judge the expected answer (default true)
   tools: [str]                          only these tools' calls count as retrieval
   judge_target: str                     send the judge calls to this target instead of the default
-  mode: per-item | batched              one judge call per node (default), or one per ranked list
+  mode: batched | per-item              one call per ranked list (default), or one judge call per node
 """
 
 from __future__ import annotations

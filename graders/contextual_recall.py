@@ -10,7 +10,7 @@ config:
   retrieval_context: [str]     the nodes, instead of the expected tool calls' results
   tools: [str]                 only these tools' calls count as retrieval
   judge_target: str            send the judge calls to this target instead of the default
-  mode: per-item | batched     a split call and one call per statement, or one call for all
+  mode: batched | per-item     one call for all (default), or a split call and one per statement
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from tests.sdk_helpers import (
     ROOT,
     FakeProxy,
     eval_cases,
+    mock_judge,
     payload_for,
     run_node,
     run_python_grader,
@@ -148,6 +149,33 @@ def test_an_entry_that_cannot_tell_stays_undecided_not_false() -> None:
 
 
 # --- the graders through the real proxy (scripted mock judge) -------------------------------
+
+EXPECTED = {
+    "perfect-ranking": 1.0,
+    "mixed-ranking": 5 / 6,
+    "relevant-node-last": 1 / 3,
+    "perfect-recall": 1.0,
+    "partial-recall": 1 / 3,
+    "zero-recall": 0.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "case"),
+    [(PRECISION, c) for c in eval_cases("contextual-precision")]
+    + [(RECALL, c) for c in eval_cases("contextual-recall")],
+    ids=lambda v: v["id"] if isinstance(v, dict) else v.rsplit(".", 1)[-1],
+)
+def test_the_examples_score_as_documented_in_the_default_mode(
+    module: str, case: dict[str, Any]
+) -> None:
+    """No ``config.mode``: batched, one call per case, with evals/targets.yaml's scripted mock."""
+    with FakeProxy(mock_judge(), max_calls=10) as proxy:
+        code, result, err = grade(module, payload_for(case), proxy)
+        assert proxy.call_count == 1
+    assert code == 0, err
+    assert result["score"] == pytest.approx(EXPECTED[case["id"]])
+    assert result["details"]["verdicts"] == case["labels"]  # the scripted verdicts are the labels
 
 
 def test_precision_batched_over_the_real_proxy_is_one_call_per_list() -> None:

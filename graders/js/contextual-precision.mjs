@@ -142,7 +142,8 @@ await defineScriptGrader(async (input) => {
   const perToolCall = Boolean(config.per_tool_call ?? false);
   const how = String(config.aggregate ?? 'weighted');
   if (!AGGREGATES.includes(how)) throw new Error(`config.aggregate must be one of ${AGGREGATES.join(', ')}, not '${how}'`);
-  // batched mode is the Python grader's only (docs/contextual-precision.md, "Judge modes")
+  // this grader judges per item; batched mode, the Python grader's default, is the Python
+  // grader's only (docs/contextual-precision.md, "Judge modes")
   const mode = String(config.mode ?? 'per-item');
   if (mode !== 'per-item') {
     throw new Error(`config.mode '${mode}': this JavaScript grader judges per item only; use graders.contextual_precision for batched`);

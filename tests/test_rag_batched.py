@@ -419,14 +419,38 @@ def test_batched_prompt_numbers_every_passage_once() -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-def test_the_js_grader_refuses_batched_mode_instead_of_ignoring_it() -> None:
+@pytest.mark.parametrize(
+    "judge",
+    [
+        marked_judge,
+        lambda request: batch_reply([True]),  # one verdict for three passages
+        lambda request: batch_reply([True, "partly", False]),  # type: ignore[list-item]
+        lambda request: "The first passage is the relevant one.",
+    ],
+    ids=["scored", "missing-numbers", "unreadable-verdict", "no-list"],
+)
+def test_the_js_grader_judges_batched_as_the_python_one_does(judge: Any) -> None:
+    """Default mode (batched) in both graders: the same requests, score, reason and calls."""
     script = ROOT / "graders" / "js" / "contextual-precision.mjs"
-    with FakeProxy(marked_judge) as proxy:
-        done = run_node(script, context_payload(["REL a", "b"], "batched"), proxy.env())
-        assert proxy.call_count == 0
-        per_item = run_node(script, context_payload(["REL a", "b"], "per-item"), proxy.env())
-    assert done.returncode == 1 and "judges per item only" in done.stderr
-    assert per_item.returncode == 0 and json.loads(per_item.stdout)["score"] == 1.0
+    payload = context_payload(["n first", "REL second", "n third"], "batched")
+    del payload["config"]["mode"]
+    outcomes = []
+    for run in (
+        lambda env: run_python_grader(PRECISION, payload, env),
+        lambda env: run_node(script, payload, env),
+    ):
+        with FakeProxy(judge) as proxy:
+            done = run(proxy.env())
+            requests = [{k: v for k, v in r.items() if k != "target"} for r in proxy.requests]
+        result = json.loads(done.stdout)
+        outcomes.append((done.returncode, result.get("score"), result["reason"], requests))
+    assert outcomes[0] == outcomes[1]
+    code, score, reason, requests = outcomes[0]
+    assert requests[0]["task"]["kind"] == "relevance-batch"
+    if judge is marked_judge:
+        assert (code, score, len(requests)) == (0, 0.5, 1)
+    else:
+        assert (code, score, len(requests)) == (3, None, 2) and "could not be read" in reason
 
 
 @pytest.mark.slow

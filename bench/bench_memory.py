@@ -43,7 +43,12 @@ def main() -> None:
         meter = cpu_meter()
         try:
             graders = [
-                {"name": "cp", "type": "contextual-precision", "target": {"max_calls": 5}},
+                {
+                    "name": "cp",
+                    "type": "contextual-precision",
+                    "target": {"max_calls": 5},
+                    "config": {"mode": "per-item"},  # the fake judge answers one item a call
+                },
                 {"name": "rubric", "type": "llm-rubric", "config": {"rubric": ["Names Paris"]}},
             ]
             suite = evalrun_suite(work / "wide", args.cases, graders, judge_target(judge))

@@ -435,6 +435,7 @@ def main() -> None:
         try:
             target = judge_target(judge)
             precision = {"name": "cp", "type": "contextual-precision", "target": {"max_calls": 5}}
+            precision["config"] = {"mode": "per-item"}  # 3 judge calls per case, as measured
             serve_cp = evalrun_suite(work / "cp-serve", args.cases, [precision], target)
             process_cp = evalrun_suite(
                 work / "cp-process", args.cases, [{**precision, "mode": "process"}], target

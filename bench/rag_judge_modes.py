@@ -2,6 +2,7 @@
 same cases (docs/contextual-precision.md, "Judge modes").
 
     python bench/rag_judge_modes.py [--target local] [--limit N] [--json out.json]
+    python bench/rag_judge_modes.py --calibrate [--target local]   # evalrun calibrate --mode ...
 
 The cases are the labelled groups of tests/data/local_judge_calibration.yaml: one precision
 case per relevance group (its passages in order, labels per passage) and one recall case per
@@ -12,6 +13,11 @@ every call (judge-calls.jsonl: system prompt + question), as whitespace words an
 characters / 4 (a rough token count: no tokenizer is installed offline). The ``local`` target
 answers typed tasks, so its verdicts per item do not depend on the mode; agreement between the
 modes there checks the plumbing, not an LLM's behaviour.
+
+``--calibrate`` writes the same cases as two labelled eval files with one grader each (recall's
+labels: each statement of a group, attributable when the group names a passage for it) and
+runs ``evalrun calibrate --judge TARGET --mode per-item --mode batched`` on each: the
+agreement of each mode with the labels, side by side (docs/judges.md).
 """
 
 from __future__ import annotations
@@ -80,6 +86,7 @@ def recall_eval(groups: list[dict[str, Any]]) -> dict[str, Any]:
                 "output": "(recorded)",
                 "criteria": " ".join(statements),
                 "expected_output": _retrieved(list(group["context"])),
+                "labels": {"attributable": {text: n > 0 for n, text in group["statements"]}},
             }
         )
     graders = _graders("contextual-recall", 20)
@@ -169,14 +176,37 @@ def _labels(bundle: Path) -> dict[str, list[bool]]:
     return {t["id"]: t["labels"]["relevant"] for t in data["tests"]}
 
 
+def calibrate(eval_data: dict[str, Any], target: str, folder: Path) -> str:
+    """``evalrun calibrate`` on the cases with one grader (its mode set by ``--mode``)."""
+    one = {**eval_data, "graders": [{**eval_data["graders"][0], "config": {}}]}
+    one["graders"][0]["name"] = one["graders"][0]["type"].replace("-", "_")
+    path = folder / f"labelled-{one['graders'][0]['type']}.eval.yaml"
+    path.write_text(yaml.safe_dump(one, sort_keys=False, allow_unicode=True))
+    argv = [sys.executable, "-m", "evalrun", "calibrate", str(path), "--judge", target]
+    argv += ["--mode", "per-item", "--mode", "batched", "--no-cache", "-o", str(path) + ".cal"]
+    argv += ["--targets", str(ROOT / "evals" / "targets.yaml")]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"evalrun calibrate failed on {path.name}: {done.stderr[-2000:]}")
+    return done.stdout
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--target", default="local", help="the judge target (evals/targets.yaml)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N groups of each")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--calibrate", action="store_true", help="run evalrun calibrate --mode on the cases"
+    )
     args = parser.parse_args()
     data = yaml.safe_load(DATA.read_text())
     limit = args.limit or None
+    if args.calibrate:
+        with tempfile.TemporaryDirectory() as tmp:
+            for build, groups in ((precision_eval, "relevance"), (recall_eval, "attribution")):
+                print(calibrate(build(data[groups][:limit]), args.target, Path(tmp)))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         figures = {

@@ -88,12 +88,16 @@ def load_corpus(path: Path) -> list[Entry]:
 def payload_for(entry: Entry) -> dict[str, Any]:
     """The stdin payload that makes the grader ask the judge exactly the entry's question."""
     base: dict[str, Any] = {"protocol": "evalrun.grader/1", "case_id": entry.id}
+    # the corpus holds replies to one item each: the RAG graders' per-item mode asks for those
     if entry.grader == "contextual_precision":
         return {
             **base,
             "input": "When did the Harbour Bridge in Port Ellis open?",
             "criteria": "It opened in 1932.",
-            "config": {"retrieval_context": ["The Port Ellis bridge opened to traffic in 1932."]},
+            "config": {
+                "retrieval_context": ["The Port Ellis bridge opened to traffic in 1932."],
+                "mode": "per-item",
+            },
         }
     if entry.grader == "contextual_recall":
         return {
@@ -104,7 +108,8 @@ def payload_for(entry: Entry) -> dict[str, Any]:
                 "retrieval_context": [
                     "The bridge opened in 1932.",
                     "Its deck carries eight lanes.",
-                ]
+                ],
+                "mode": "per-item",
             },
         }
     if entry.grader == "quality":

@@ -702,12 +702,18 @@ def _statement_items(candidate: Any) -> list[str] | None:
     return [s for s in out if s]
 
 
+def statement_key(statement: str) -> str:
+    """What two statements share when they say the same: case, spaces and a final full stop
+    ignored."""
+    return " ".join(statement.lower().split()).strip(" .")
+
+
 def dedupe_statements(statements: Iterable[str]) -> list[str]:
-    """The statements in order, each once (case, spaces and a final full stop ignored)."""
+    """The statements in order, each once (by :func:`statement_key`)."""
     seen: set[str] = set()
     out: list[str] = []
     for statement in statements:
-        key = " ".join(statement.lower().split()).strip(" .")
+        key = statement_key(statement)
         if key and key not in seen:
             seen.add(key)
             out.append(statement)

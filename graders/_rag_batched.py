@@ -1,25 +1,33 @@
 """Batched judging for the RAG graders: one judge call carries every item of a list, numbered.
 
-Precision sends every retrieved passage of a ranked list in one request, recall every statement
-(docs/contextual-precision.md and docs/contextual-recall.md, "Judge modes"). The reply must give
-exactly one verdict per number under a strict JSON schema; a reply that leaves a number out,
-gives one twice, names one that does not exist or cannot be read is asked again once (budget
-permitting) and otherwise makes the grader abstain with the reason. Verdict values are read by
-``grader_sdk.replies``, the same rules as the per-item replies, so a score is never a guess.
+Precision sends every retrieved passage of a ranked list in one request; recall sends the
+expected answer and the passages in one request that both splits the answer into statements and
+judges each (docs/contextual-precision.md and docs/contextual-recall.md, "Judge modes"). The
+reply must give exactly one verdict per number under a strict JSON schema; a reply that leaves a
+number out, gives one twice, names one that does not exist or cannot be read is asked again once
+(budget permitting) and otherwise makes the grader abstain with the reason. Verdict values are
+read by ``grader_sdk.replies``, the same rules as the per-item replies, so a score is never a
+guess.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from grader_sdk import Verdict, judge_replies
 from grader_sdk._judge import FIRST_MAX_TOKENS, _schema
-from grader_sdk.replies import Reading, as_bool, parse_json_reply, scaled_number
+from grader_sdk.replies import (
+    Reading,
+    as_bool,
+    parse_json_reply,
+    scaled_number,
+    statement_key,
+)
 
 MODES = ("per-item", "batched")
-DEFAULT_MODE = "per-item"
+DEFAULT_MODE = "batched"
 
 RELEVANCE_KEY = "relevant"
 ATTRIBUTION_KEY = "attributable"
@@ -35,20 +43,24 @@ BATCH_RELEVANCE_SYSTEM = (
     'false, "reason": "<one short sentence>", "confidence": <0 to 1>}, ...]}'
 )
 
-BATCH_ATTRIBUTION_SYSTEM = (
-    "You check a numbered list of statements against numbered retrieved passages. A statement "
-    "is attributable when the passages say it, or plainly imply it, alone or together; use the "
-    "passages only, never your own knowledge, and treat a statement that is only partly backed "
-    "as not attributable.\n"
-    "Give exactly one verdict for every statement number, each number once, in order, as one "
-    'JSON object and nothing else: {"verdicts": [{"number": <statement number>, "attributable": '
-    'true or false, "node": <number of the passage that backs it best, or null>, "reason": '
-    '"<one short sentence>", "confidence": <0 to 1>}, ...]}'
+RECALL_BATCH_SYSTEM = (
+    "You check whether retrieved passages hold every fact of an expected answer. First split "
+    "the expected answer into its distinct factual statements: one fact each, standing on its "
+    "own (name the subject instead of a pronoun), adding nothing, leaving out opinions, "
+    "questions and filler, duplicates merged. Then decide for each statement whether it is "
+    "attributable: the numbered passages say it, or plainly imply it, alone or together. Use "
+    "the passages only, never your own knowledge; a statement only partly backed is not "
+    "attributable.\n"
+    "Number the statements from 1 in the answer's order and reply with one JSON object and "
+    'nothing else: {"verdicts": [{"number": <statement number>, "statement": "<the '
+    'statement>", "attributable": true or false, "node": <number of the passage that backs it '
+    'best, or null>, "reason": "<one short sentence>", "confidence": <0 to 1>}, ...]}'
 )
 
 
 def judge_mode(config: dict[str, Any]) -> str:
-    """The grader's ``config.mode``: ``per-item`` (default) or ``batched``."""
+    """The grader's ``config.mode``: ``batched`` (default, docs/contextual-precision.md) or
+    ``per-item``."""
     mode = config.get("mode", DEFAULT_MODE)
     if mode not in MODES:
         raise ValueError(f"config.mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -75,8 +87,10 @@ def _format(name: str, key: str, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 RELEVANCE_BATCH_FORMAT = _format("relevance_verdicts", RELEVANCE_KEY, {})
-ATTRIBUTION_BATCH_FORMAT = _format(
-    "attribution_verdicts", ATTRIBUTION_KEY, {"node": {"type": ["integer", "null"]}}
+RECALL_BATCH_FORMAT = _format(
+    "recall_verdicts",
+    ATTRIBUTION_KEY,
+    {"statement": {"type": "string"}, "node": {"type": ["integer", "null"]}},
 )
 
 
@@ -115,17 +129,17 @@ def relevance_batch_request(
     )
 
 
-def attribution_batch_request(
-    statements: Sequence[str], context: Sequence[str], target: str | None = None
+def recall_batch_request(
+    expected: str, context: Sequence[str], target: str | None = None
 ) -> dict[str, Any]:
-    """One request judging every statement against the context (typed task
-    ``attribution-batch``)."""
+    """One request that splits the expected answer into statements and judges each against the
+    context (typed task ``recall-batch``): the statement split joined to the verdicts."""
     question = (
-        f"{_numbered('passages', context)}\n\n{_numbered('statements', statements)}\n\n"
-        f"Give one verdict for each of the {len(statements)} statements."
+        f"{_numbered('passages', context)}\n\n<expected_answer>\n{expected}\n</expected_answer>"
+        "\n\nSplit the expected answer into statements and give one verdict for each."
     )
-    task = {"kind": "attribution-batch", "statements": list(statements), "context": list(context)}
-    return _request(question, BATCH_ATTRIBUTION_SYSTEM, task, ATTRIBUTION_BATCH_FORMAT, target)
+    task = {"kind": "recall-batch", "text": expected, "context": list(context)}
+    return _request(question, RECALL_BATCH_SYSTEM, task, RECALL_BATCH_FORMAT, target)
 
 
 def _item_verdict(item: dict[str, Any], key: str, context_size: int) -> Verdict | str:
@@ -146,15 +160,18 @@ def _item_verdict(item: dict[str, Any], key: str, context_size: int) -> Verdict 
     return Verdict(ok, reason, node if ok else None, confidence, raw)
 
 
-def read_numbered(raw: str, count: int, key: str, context_size: int = 0) -> Reading:
-    """Read a batched reply: ``value`` is one Verdict per number 1..count, in order, or the
-    reading has a problem (missing, repeated or unknown numbers, an unreadable entry)."""
+def _verdicts_list(raw: str) -> tuple[Any, list[Any] | None]:
     reply = parse_json_reply(raw)
     entries = reply.get("verdicts") if isinstance(reply, dict) else None
-    if not isinstance(entries, list):
-        return Reading(problem="the reply has no 'verdicts' list", raw=raw)
-    by_number: dict[int, Verdict] = {}
-    problems: list[str] = []
+    return reply, entries if isinstance(entries, list) else None
+
+
+def _by_number(
+    entries: list[Any], count: int, key: str, context_size: int, problems: list[str]
+) -> dict[int, tuple[Verdict, dict[str, Any]]]:
+    """Each readable entry's verdict (and the entry) under its number; what is wrong with the
+    others, and any number of 1..count left without a verdict, is added to ``problems``."""
+    by_number: dict[int, tuple[Verdict, dict[str, Any]]] = {}
     for position, entry in enumerate(entries, 1):
         number = entry.get("number") if isinstance(entry, dict) else None
         if not isinstance(entry, dict) or not isinstance(number, int) or isinstance(number, bool):
@@ -169,22 +186,60 @@ def read_numbered(raw: str, count: int, key: str, context_size: int = 0) -> Read
             if isinstance(verdict, str):
                 problems.append(f"number {number}: {verdict}")
             else:
-                by_number[number] = verdict
+                by_number[number] = (verdict, entry)
     missing = [n for n in range(1, count + 1) if n not in by_number]
     if missing:
         problems.append(f"no verdict for number(s) {', '.join(map(str, missing))}")
+    return by_number
+
+
+def read_numbered(raw: str, count: int, key: str, context_size: int = 0) -> Reading:
+    """Read a batched reply: ``value`` is one Verdict per number 1..count, in order, or the
+    reading has a problem (missing, repeated or unknown numbers, an unreadable entry)."""
+    reply, entries = _verdicts_list(raw)
+    if entries is None:
+        return Reading(problem="the reply has no 'verdicts' list", raw=raw)
+    problems: list[str] = []
+    by_number = _by_number(entries, count, key, context_size, problems)
     if problems:
         return Reading(problem="; ".join(problems[:3]), raw=raw, data=reply)
-    verdicts = [by_number[n] for n in range(1, count + 1)]
+    verdicts = [by_number[n][0] for n in range(1, count + 1)]
     return Reading(verdicts, source="json", data=reply, raw=raw)
 
 
-def judge_batched(
-    client: Any, request: dict[str, Any], count: int, key: str, context_size: int = 0
-) -> Reading:
+def read_recall(raw: str, context_size: int) -> Reading:
+    """Read the joined recall reply: ``value`` is ``(statements, verdicts)``, numbered 1..n
+    without a gap, each entry naming its statement. A statement given twice is merged when both
+    verdicts agree (as the statement split merges duplicates), else the reply is unreadable."""
+    reply, entries = _verdicts_list(raw)
+    if entries is None:
+        return Reading(problem="the reply has no 'verdicts' list", raw=raw)
+    if not entries:
+        return Reading(problem="the reply lists no statements", raw=raw, data=reply)
+    problems: list[str] = []
+    by_number = _by_number(entries, len(entries), ATTRIBUTION_KEY, context_size, problems)
+    statements: list[str] = []
+    verdicts: list[Verdict] = []
+    first: dict[str, tuple[int, Verdict]] = {}
+    for number, (verdict, entry) in sorted(by_number.items()):
+        text = entry.get("statement")
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"number {number} has no 'statement'")
+            continue
+        seen = first.setdefault(statement_key(text), (number, verdict))
+        if seen[0] != number:
+            if seen[1].ok != verdict.ok:
+                problems.append(f"number {number} repeats statement {seen[0]} with another verdict")
+            continue
+        statements.append(text.strip())
+        verdicts.append(verdict)
+    if problems:
+        return Reading(problem="; ".join(problems[:3]), raw=raw, data=reply)
+    return Reading((statements, verdicts), source="json", data=reply, raw=raw)
+
+
+def judge_batched(client: Any, request: dict[str, Any], read: Callable[[str], Reading]) -> Reading:
     """Send one batched request (asked again once for an unreadable or cut-off reply, budget
-    permitting) and read it."""
-    [reading] = judge_replies(
-        client, [request], lambda raw: read_numbered(raw, count, key, context_size)
-    )
+    permitting) and read it with ``read``."""
+    [reading] = judge_replies(client, [request], read)
     return reading

@@ -12,11 +12,12 @@ config:
   include_expected: bool                show the judge the expected answer (default true)
   tools: [str]                          only these tools' calls count as retrieval
   judge_target: str                     send the judge calls to this target instead of the default
-  mode: per-item | batched              one judge call per node (default), or one per ranked list
+  mode: batched | per-item              one call per ranked list (default), or one judge call per node
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from grader_sdk import (
@@ -44,7 +45,13 @@ from graders._rag import (
     retrieval_groups,
     snippet,
 )
-from graders._rag_batched import RELEVANCE_KEY, judge_batched, judge_mode, relevance_batch_request
+from graders._rag_batched import (
+    RELEVANCE_KEY,
+    judge_batched,
+    judge_mode,
+    read_numbered,
+    relevance_batch_request,
+)
 
 
 def score_groups(groups: list[RetrievalGroup], per_tool_call: bool, how: str) -> GraderResult:
@@ -169,7 +176,8 @@ def _judge_lists(
     for group in groups:
         request = relevance_batch_request(question, group.nodes, expected, target)
         try:
-            reading = judge_batched(client, request, len(group.nodes), RELEVANCE_KEY)
+            read = partial(read_numbered, count=len(group.nodes), key=RELEVANCE_KEY)
+            reading = judge_batched(client, request, read)
         except BudgetExceeded as exc:
             budget_refused(exc, left, 1, work)
         except ProtocolError as exc:

@@ -1,16 +1,16 @@
 """Contextual recall: does the retrieved context hold everything the expected answer states?
 
-One judge call splits the expected answer (``criteria``, else the reference answer) into
-statements; then ``mode: per-item`` asks one call per statement (one batch) whether the
-retrieval context supports it, and ``mode: batched`` one call with every statement numbered
-(graders/_rag_batched.py). score = attributable / total. Run as
+``mode: per-item`` asks one judge call to split the expected answer (``criteria``, else the
+reference answer) into statements, then one call per statement (one batch) whether the
+retrieval context supports it; ``mode: batched`` asks one call that does both, every statement
+numbered (graders/_rag_batched.py). score = attributable / total. Run as
 ``python -m graders.contextual_recall``.
 
 config:
   retrieval_context: [str]     the nodes, instead of the expected tool calls' results
   tools: [str]                 only these tools' calls count as retrieval
   judge_target: str            send the judge calls to this target instead of the default
-  mode: per-item | batched     one attribution call per statement (default), or one for all
+  mode: batched | per-item     one call for all (default), or a split call and one per statement
 """
 
 from __future__ import annotations
@@ -40,12 +40,7 @@ from graders._rag import (
     recall,
     snippet,
 )
-from graders._rag_batched import (
-    ATTRIBUTION_KEY,
-    attribution_batch_request,
-    judge_batched,
-    judge_mode,
-)
+from graders._rag_batched import judge_batched, judge_mode, read_recall, recall_batch_request
 
 
 def score_statements(
@@ -99,23 +94,42 @@ def _judge_each(
         raise Abstain(f"the judge did not answer once per statement: {exc}") from None
 
 
-def _judge_all(
-    client: TargetClient, statements: list[str], context: list[str], target: str | None
-) -> list[Verdict]:
-    """Batched mode: one attribution call with every statement numbered."""
-    request = attribution_batch_request(statements, context, target)
+def _judge_joined(
+    client: TargetClient, expected: str, context: list[str], target: str | None
+) -> tuple[list[str], list[Verdict]]:
+    """Batched mode: one call splits the expected answer and judges every statement."""
+    request = recall_batch_request(expected, context, target)
     try:
-        reading = judge_batched(client, request, len(statements), ATTRIBUTION_KEY, len(context))
+        reading = judge_batched(client, request, lambda raw: read_recall(raw, len(context)))
     except BudgetExceeded as exc:
-        budget_refused(exc, 1, 1, f"judging {len(statements)} statements in one batched call")
+        budget_refused(exc, 1, 1, "splitting and judging the statements in one batched call")
     except ProtocolError as exc:
         raise Abstain(f"the judge did not answer the batched request: {exc}") from None
     if not reading.ok:
         raise Abstain(
-            f"the judge's batched verdicts could not be read ({reading.explain()})",
+            f"the judge's batched statements and verdicts could not be read ({reading.explain()})",
             {"raw": [reading.raw]},
         )
-    return list(reading.value)
+    statements, verdicts = reading.value
+    return list(statements), list(verdicts)
+
+
+def _split_and_judge(
+    client: TargetClient, expected: str, context: list[str], options: dict[str, Any]
+) -> tuple[list[str], list[Verdict]]:
+    """Per-item mode: one call for the statements, then one per statement."""
+    work = "extracting statements and judging them"
+    try:
+        statements = extract_statements(client, expected, reserve=1, **options)
+    except BudgetExceeded as exc:
+        budget_refused(exc, 2, 1, work)
+    except JudgeReplyError as exc:
+        raise Abstain(str(exc), {"raw": exc.raw}) from None
+    except ProtocolError as exc:
+        raise Abstain(f"the judge did not answer the statements request: {exc}") from None
+    if not statements:
+        raise Abstain("the judge found no factual statements in the expected answer")
+    return statements, _judge_each(client, statements, context, options)
 
 
 @script_grader
@@ -137,23 +151,14 @@ def grade(inp: GraderInput) -> GraderResult:
             misses=[expected],
             details={"statements": [], "context_size": 0},
         )
-    options: dict[str, Any] = {"target": inp.config.get("judge_target")}
-    work = "extracting statements and judging them"
-    check_payload_budget(inp, 2, work)
-    client = TargetClient.from_env()
-    try:
-        statements = extract_statements(client, expected, reserve=1, **options)
-    except BudgetExceeded as exc:
-        budget_refused(exc, 2, 1, work)
-    except JudgeReplyError as exc:
-        raise Abstain(str(exc), {"raw": exc.raw}) from None
-    except ProtocolError as exc:
-        raise Abstain(f"the judge did not answer the statements request: {exc}") from None
-    if not statements:
-        raise Abstain("the judge found no factual statements in the expected answer")
+    target = inp.config.get("judge_target")
     if mode == "batched":
-        verdicts = _judge_all(client, statements, context, inp.config.get("judge_target"))
+        check_payload_budget(inp, 1, "splitting and judging the statements in one batched call")
+        statements, verdicts = _judge_joined(TargetClient.from_env(), expected, context, target)
     else:
-        verdicts = _judge_each(client, statements, context, options)
+        check_payload_budget(inp, 2, "extracting statements and judging them")
+        statements, verdicts = _split_and_judge(
+            TargetClient.from_env(), expected, context, {"target": target}
+        )
     check_verdicts(verdicts, len(statements), "statement")
     return score_statements(statements, verdicts, context)

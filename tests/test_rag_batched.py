@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from graders._rag import average_precision
-from graders._rag_batched import ATTRIBUTION_KEY, RELEVANCE_KEY, read_numbered
+from graders._rag_batched import ATTRIBUTION_KEY, RELEVANCE_KEY, read_numbered, read_recall
 from tests.judge_helpers import run_with_proxy
 from tests.sdk_helpers import (
     ROOT,
     FakeProxy,
     eval_cases,
+    mock_judge,
     payload_for,
     run_node,
     run_python_grader,
@@ -54,8 +55,21 @@ def marked_judge(request: dict[str, Any]) -> str:
         return json.dumps({"statements": [s.strip() for s in task["text"].split(";")]})
     if kind == "attribution":
         return json.dumps({"attributable": "YES" in task["statement"], "node": 1})
-    assert kind == "attribution-batch"
-    return batch_reply(["YES" in s for s in task["statements"]], ATTRIBUTION_KEY, node=1)
+    assert kind == "recall-batch"
+    return recall_reply([s.strip() for s in task["text"].split(";")])
+
+
+def recall_reply(statements: list[str], **extra: Any) -> str:
+    """The joined recall reply: each statement numbered with its verdict ('YES' marks
+    attributable)."""
+    return json.dumps(
+        {
+            "verdicts": [
+                {"number": i, "statement": s, ATTRIBUTION_KEY: "YES" in s, "node": 1, **extra}
+                for i, s in enumerate(statements, 1)
+            ]
+        }
+    )
 
 
 def context_payload(nodes: list[str], mode: str, **config: Any) -> dict[str, Any]:
@@ -136,6 +150,33 @@ def test_an_entry_that_cannot_tell_stays_undecided_not_false() -> None:
 
 # --- the graders through the real proxy (scripted mock judge) -------------------------------
 
+EXPECTED = {
+    "perfect-ranking": 1.0,
+    "mixed-ranking": 5 / 6,
+    "relevant-node-last": 1 / 3,
+    "perfect-recall": 1.0,
+    "partial-recall": 1 / 3,
+    "zero-recall": 0.0,
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "case"),
+    [(PRECISION, c) for c in eval_cases("contextual-precision")]
+    + [(RECALL, c) for c in eval_cases("contextual-recall")],
+    ids=lambda v: v["id"] if isinstance(v, dict) else v.rsplit(".", 1)[-1],
+)
+def test_the_examples_score_as_documented_in_the_default_mode(
+    module: str, case: dict[str, Any]
+) -> None:
+    """No ``config.mode``: batched, one call per case, with evals/targets.yaml's scripted mock."""
+    with FakeProxy(mock_judge(), max_calls=10) as proxy:
+        code, result, err = grade(module, payload_for(case), proxy)
+        assert proxy.call_count == 1
+    assert code == 0, err
+    assert result["score"] == pytest.approx(EXPECTED[case["id"]])
+    assert result["details"]["verdicts"] == case["labels"]  # the scripted verdicts are the labels
+
 
 def test_precision_batched_over_the_real_proxy_is_one_call_per_list() -> None:
     mixed = next(c for c in eval_cases("contextual-precision") if c["id"] == "mixed-ranking")
@@ -149,24 +190,97 @@ def test_precision_batched_over_the_real_proxy_is_one_call_per_list() -> None:
     assert "[3] Paris is often referred to" in (call.question or "")
 
 
-def test_recall_batched_over_the_real_proxy_is_two_calls() -> None:
+def test_recall_batched_over_the_real_proxy_is_one_call() -> None:
     partial = next(c for c in eval_cases("contextual-recall") if c["id"] == "partial-recall")
-    statements = ["The wall is long.", "It took centuries.", "Dynasties built it."]
-    rules = [
-        {"task": "statements", "response": json.dumps({"statements": statements})},
-        {
-            "task": "attribution-batch",
-            "response": batch_reply([True, False, False], ATTRIBUTION_KEY, node=1),
-        },
-    ]
-    run = run_with_proxy(RECALL, payload_for(partial, config={"mode": "batched"}), rules)
+    statements = ["The wall is long. YES", "It took centuries.", "Dynasties built it."]
+    rule = {"task": "recall-batch", "response": recall_reply(statements)}
+    run = run_with_proxy(RECALL, payload_for(partial, config={"mode": "batched"}), [rule])
     assert run.exit_code == 0, run.stderr
     assert run.result["score"] == pytest.approx(1 / 3)
-    assert run.calls == 2
+    assert run.calls == 1
+    [call] = run.records
+    assert call.task["kind"] == "recall-batch" and call.task["text"] == partial["criteria"]
+    assert "[3] Parts of the wall are now in ruins" in (call.question or "")
     rows = run.result["details"]["statements"]
-    assert [(r["attributable"], r["node"]) for r in rows] == [(True, 1), (False, None)] + [
-        (False, None)
+    assert [(r["statement"], r["attributable"], r["node"]) for r in rows] == [
+        (statements[0], True, 1),
+        (statements[1], False, None),
+        (statements[2], False, None),
     ]
+
+
+def test_recall_reader_merges_a_repeated_statement_with_the_same_verdict() -> None:
+    raw = recall_reply(["A YES.", "a  YES", "B."])
+    reading = read_recall(raw, context_size=2)
+    assert reading.ok, reading.problem
+    statements, verdicts = reading.value
+    assert statements == ["A YES.", "B."] and [v.ok for v in verdicts] == [True, False]
+
+
+@pytest.mark.parametrize(
+    ("raw", "problem"),
+    [
+        (json.dumps({"verdicts": []}), "the reply lists no statements"),
+        (
+            json.dumps({"verdicts": [{"number": 1, "attributable": True}]}),
+            "number 1 has no 'statement'",
+        ),
+        (
+            json.dumps(
+                {
+                    "verdicts": [
+                        {"number": 1, "statement": "A.", "attributable": True},
+                        {"number": 3, "statement": "B.", "attributable": False},
+                    ]
+                }
+            ),
+            "number 3 is not one of 1..2",
+        ),
+        (
+            json.dumps(
+                {
+                    "verdicts": [
+                        {"number": 1, "statement": "A.", "attributable": True},
+                        {"number": 2, "statement": "a", "attributable": False},
+                    ]
+                }
+            ),
+            "number 2 repeats statement 1 with another verdict",
+        ),
+        (
+            json.dumps({"verdicts": [{"number": 1, "statement": "A.", "attributable": "maybe"}]}),
+            "number 1: its 'attributable' is 'maybe'",
+        ),
+        ("The answer has two facts; the first is supported.", "no 'verdicts' list"),
+    ],
+)
+def test_recall_reader_refuses_what_it_cannot_read_with_confidence(raw: str, problem: str) -> None:
+    reading = read_recall(raw, context_size=2)
+    assert not reading.ok and problem in reading.problem
+
+
+def test_a_bad_joined_recall_reply_is_asked_again_once_then_abstains() -> None:
+    partial = next(c for c in eval_cases("contextual-recall") if c["id"] == "partial-recall")
+    rule = {"task": "recall-batch", "response": json.dumps({"statements": ["A.", "B."]})}
+    run = run_with_proxy(RECALL, payload_for(partial, config={"mode": "batched"}), [rule])
+    assert run.exit_code == 3, run.stdout
+    assert "no 'verdicts' list" in run.result["reason"]
+    assert "score" not in run.result or run.result["score"] is None
+    assert run.calls == 2
+    assert "previous reply to this request could not be read" in (run.records[1].question or "")
+
+
+def test_joined_recall_budget_is_one_call() -> None:
+    payload = context_payload(["ctx"], "batched")
+    payload["criteria"] = "A YES; B"
+    with FakeProxy(marked_judge, max_calls=1) as proxy:
+        code, result, err = grade(RECALL, payload, proxy)
+        assert proxy.call_count == 1
+    assert code == 0 and result["score"] == pytest.approx(0.5), err
+    with FakeProxy(marked_judge, max_calls=0) as proxy:
+        code, result, _ = grade(RECALL, payload, proxy)
+        assert proxy.call_count == 0
+    assert code == 3 and "max_calls is 0" in result["reason"]
 
 
 @pytest.mark.parametrize(
@@ -284,7 +398,7 @@ def test_recall_modes_agree() -> None:
         results[mode] = (result["score"], result["details"]["verdicts"], calls)
     assert results["per-item"][:2] == results["batched"][:2]
     assert results["per-item"][0] == pytest.approx(0.5)
-    assert (results["per-item"][2], results["batched"][2]) == (5, 2)
+    assert (results["per-item"][2], results["batched"][2]) == (5, 1)
 
 
 def test_batched_prompt_numbers_every_passage_once() -> None:
@@ -305,14 +419,38 @@ def test_batched_prompt_numbers_every_passage_once() -> None:
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
-def test_the_js_grader_refuses_batched_mode_instead_of_ignoring_it() -> None:
+@pytest.mark.parametrize(
+    "judge",
+    [
+        marked_judge,
+        lambda request: batch_reply([True]),  # one verdict for three passages
+        lambda request: batch_reply([True, "partly", False]),  # type: ignore[list-item]
+        lambda request: "The first passage is the relevant one.",
+    ],
+    ids=["scored", "missing-numbers", "unreadable-verdict", "no-list"],
+)
+def test_the_js_grader_judges_batched_as_the_python_one_does(judge: Any) -> None:
+    """Default mode (batched) in both graders: the same requests, score, reason and calls."""
     script = ROOT / "graders" / "js" / "contextual-precision.mjs"
-    with FakeProxy(marked_judge) as proxy:
-        done = run_node(script, context_payload(["REL a", "b"], "batched"), proxy.env())
-        assert proxy.call_count == 0
-        per_item = run_node(script, context_payload(["REL a", "b"], "per-item"), proxy.env())
-    assert done.returncode == 1 and "judges per item only" in done.stderr
-    assert per_item.returncode == 0 and json.loads(per_item.stdout)["score"] == 1.0
+    payload = context_payload(["n first", "REL second", "n third"], "batched")
+    del payload["config"]["mode"]
+    outcomes = []
+    for run in (
+        lambda env: run_python_grader(PRECISION, payload, env),
+        lambda env: run_node(script, payload, env),
+    ):
+        with FakeProxy(judge) as proxy:
+            done = run(proxy.env())
+            requests = [{k: v for k, v in r.items() if k != "target"} for r in proxy.requests]
+        result = json.loads(done.stdout)
+        outcomes.append((done.returncode, result.get("score"), result["reason"], requests))
+    assert outcomes[0] == outcomes[1]
+    code, score, reason, requests = outcomes[0]
+    assert requests[0]["task"]["kind"] == "relevance-batch"
+    if judge is marked_judge:
+        assert (code, score, len(requests)) == (0, 0.5, 1)
+    else:
+        assert (code, score, len(requests)) == (3, None, 2) and "could not be read" in reason
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""The contextual precision/recall graders as real processes against a loopback proxy."""
+"""The contextual precision/recall graders as real processes against a loopback proxy, in
+per-item mode (batched mode, the default, is tests/test_rag_batched.py)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,10 @@ from tests.sdk_helpers import (
     eval_cases,
     grader_env,
     mock_judge,
-    payload_for,
     run_node,
     run_python_grader,
 )
+from tests.sdk_helpers import payload_for as any_mode_payload
 
 PRECISION = "graders.contextual_precision"
 RECALL = "graders.contextual_recall"
@@ -35,6 +36,13 @@ HAS_NODE = shutil.which("node") is not None
 
 EXPECTED_PRECISION = {"perfect-ranking": 1.0, "mixed-ranking": 5 / 6, "relevant-node-last": 1 / 3}
 EXPECTED_RECALL = {"perfect-recall": 1.0, "partial-recall": 1 / 3, "zero-recall": 0.0}
+
+
+def payload_for(case: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The payload in per-item mode, unless its config names a mode."""
+    payload = any_mode_payload(case, **extra)
+    payload["config"] = {"mode": "per-item", **payload["config"]}
+    return payload
 
 
 def granted(payload: dict[str, Any], max_calls: int) -> dict[str, Any]:
@@ -460,6 +468,10 @@ def test_python_and_js_graders_agree_on_the_examples(case: dict[str, Any]) -> No
     assert js["details"] == py["details"]
 
 
+#: judge calls per case in the graders' default mode, batched: one per case
+CALLS = {"contextual-precision": 1, "contextual-recall": 1, "contextual-precision-js": 1}
+
+
 @pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.skipif(not HAS_NODE, reason="node is not installed")
 @pytest.mark.parametrize(
@@ -592,6 +604,10 @@ def run_eval(name: str, out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines() if line]
 
 
+#: judge calls per case in the graders' default mode, batched: one per case
+CALLS = {"contextual-precision": 1, "contextual-recall": 1, "contextual-precision-js": 1}
+
+
 @pytest.mark.slow  # moved out of the default run to keep it under 3 minutes
 @pytest.mark.parametrize(
     ("name", "expected"),
@@ -616,7 +632,7 @@ def test_evalrun_reproduces_the_expected_scores(
     for result in results:
         grader = result["graders"][0]
         assert grader["status"] == ("passed" if expected[result["id"]] >= 0.5 else "failed")
-        assert grader["proxy"]["calls"] >= 3
+        assert grader["proxy"]["calls"] == CALLS[name]
 
 
 @pytest.mark.skipif(not HAS_NODE, reason="node is not installed")

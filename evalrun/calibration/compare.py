@@ -48,6 +48,10 @@ class Calibration:
     recommended: str | None
     tolerance: float
     unmatched: dict[str, int] = field(default_factory=dict)
+    #: judge -> judge calls per case of its run
+    calls_per_case: dict[str, float | None] = field(default_factory=dict)
+    #: with ``--mode``: each run's label -> (the judge, the judge mode it ran in)
+    modes: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +72,8 @@ class Calibration:
             "recommended": self.recommended,
             "tolerance": self.tolerance,
             "unmatched": self.unmatched,
+            "calls_per_case": self.calls_per_case,
+            "modes": {label: list(pair) for label, pair in self.modes.items()},
         }
 
 
@@ -121,8 +127,9 @@ def _is_ordinal(pairs: list[Pair]) -> bool:
     )
 
 
-def _usage(results: list[CaseResult]) -> tuple[float | None, float | None]:
-    """Cost (0 for a target without a ``price:``) and latency per judge call."""
+def _usage(results: list[CaseResult]) -> tuple[float | None, float | None, float | None]:
+    """Cost (0 for a target without a ``price:``) and latency per judge call, and judge calls
+    per case."""
     calls = cost = latency = 0.0
     for case in results:
         for grader in case.graders:
@@ -131,8 +138,8 @@ def _usage(results: list[CaseResult]) -> tuple[float | None, float | None]:
                 latency += grader.proxy.latency_ms
                 cost += grader.proxy.cost_usd or 0.0
     if not calls:
-        return None, None
-    return cost / calls, latency / calls
+        return None, None, None
+    return cost / calls, latency / calls, calls / len(results)
 
 
 def calibrate(
@@ -141,18 +148,21 @@ def calibrate(
     *,
     tolerance: float = 0.05,
     worst: int = 10,
+    modes: dict[str, tuple[str, str]] | None = None,
 ) -> Calibration:
+    """``runs``: each run's label (a judge, or a judge in a mode) -> its case results."""
     rows: list[JudgeRow] = []
     disagreements: dict[str, list[Pair]] = {}
     scores: dict[str, float | None] = {}
     costs: dict[str, float | None] = {}
     latencies: dict[str, float | None] = {}
+    calls: dict[str, float | None] = {}
     unmatched: dict[str, int] = {}
     label_count = sum(len(flatten(v)) for v in labels.values())
     for judge, results in runs.items():
         pairs = pairs_for(labels, results)
         unmatched[judge] = label_count - len({(p.case_id, p.kind, p.item) for p in pairs})
-        cost, latency = _usage(results)
+        cost, latency, calls[judge] = _usage(results)
         costs[judge], latencies[judge] = cost, latency
         groups: dict[tuple[str, str], list[Pair]] = defaultdict(list)
         for pair in pairs:
@@ -173,9 +183,11 @@ def calibrate(
         disagreements,
         scores,
         costs,
-        _recommend(scores, costs, latencies, tolerance),
+        _recommend(scores, costs, latencies, calls, tolerance),
         tolerance,
         unmatched,
+        calls,
+        modes or {},
     )
 
 
@@ -189,13 +201,22 @@ def _recommend(
     scores: dict[str, float | None],
     costs: dict[str, float | None],
     latencies: dict[str, float | None],
+    calls: dict[str, float | None],
     tolerance: float,
 ) -> str | None:
-    """The cheapest judge whose score is within ``tolerance`` of the best; then the better
-    score, then the faster judge."""
+    """The judge cheapest per case whose score is within ``tolerance`` of the best; then the
+    better score, then fewer judge calls per case (a batched judge mode), then the faster one
+    per case. Per case, not per call: a batched call costs more than a per-item one and
+    replaces several."""
     scored = {j: s for j, s in scores.items() if s is not None}
     if not scored:
         return None
     best = max(scored.values())
     near = [j for j, s in scored.items() if s >= best - tolerance]
-    return min(near, key=lambda j: (costs.get(j) or 0.0, -scored[j], latencies.get(j) or 0.0))
+
+    def key(judge: str) -> tuple[float, float, float, float]:
+        per_case = calls.get(judge) or 0.0
+        cost = (costs.get(judge) or 0.0) * per_case
+        return (cost, -scored[judge], per_case, (latencies.get(judge) or 0.0) * per_case)
+
+    return min(near, key=key)

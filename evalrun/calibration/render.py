@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from evalrun.calibration.compare import Calibration
 
@@ -35,11 +36,12 @@ def markdown(cal: Calibration, title: str) -> str:
         lines.append(f"- **{judge}**: mean coefficient {_num(score)}{note}")
     if cal.recommended:
         lines.append(
-            f"\n**Recommended judge: {cal.recommended}**, the cheapest within "
+            f"\n**Recommended judge: {cal.recommended}**, the cheapest per case within "
             f"{cal.tolerance:.2f} of the best mean coefficient."
         )
     else:
         lines.append("\nNo judge could be scored: no labelled item got a verdict.")
+    lines += side_by_side(cal)
     for r in cal.rows:
         labels = sorted(
             {*r.agreement.confusion, *(k for v in r.agreement.confusion.values() for k in v)}
@@ -67,7 +69,38 @@ def markdown(cal: Calibration, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _table(head: list[str], rows: list[list[object]]) -> str:
+def mode_table(cal: Calibration) -> tuple[list[str], list[list[str]]]:
+    """With ``--mode``: one row per judge, grader and kind, one column per judge mode (its
+    coefficient, agreement and items), then each judge's calls per case; empty without modes."""
+    modes = list(dict.fromkeys(mode for _, mode in cal.modes.values()))
+    if not modes:
+        return [], []
+    cells: dict[tuple[str, str, str], dict[str, str]] = {}
+    for r in cal.rows:
+        judge, mode = cal.modes[r.judge]
+        a = r.agreement
+        cells.setdefault((judge, r.grader, r.kind), {})[mode] = (
+            f"{a.coefficient_name} {_num(a.coefficient)} ({a.agreement:.3f} of {a.n})"
+        )
+    rows = [[*key, *(row.get(m, "n/a") for m in modes)] for key, row in cells.items()]
+    calls: dict[str, dict[str, str]] = {}
+    for label, (judge, mode) in cal.modes.items():
+        calls.setdefault(judge, {})[mode] = _num(cal.calls_per_case.get(label), 2)
+    rows += [[judge, "judge calls / case", "", *(c.get(m, "n/a") for m in modes)]
+             for judge, c in calls.items()]  # fmt: skip
+    return ["judge", "grader", "kind", *modes], rows
+
+
+def side_by_side(cal: Calibration) -> list[str]:
+    head, rows = mode_table(cal)
+    if not head:
+        return []
+    lines = ["", "### Judge modes side by side", ""]
+    lines += ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    return lines + ["| " + " | ".join(row) + " |" for row in rows]
+
+
+def _table(head: list[str], rows: Sequence[Sequence[object]]) -> str:
     cells = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join(
         "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
@@ -105,6 +138,10 @@ def page(cal: Calibration, title: str) -> str:
             ],
         )  # fmt: skip
     )
+    head, by_mode = mode_table(cal)
+    if head:
+        parts.append("<h3>Judge modes side by side</h3>")
+        parts.append(_table(head, by_mode))
     recommended = cal.recommended or "none (no labelled item got a verdict)"
     parts.append(f"<p><b>Recommended judge: {html.escape(recommended)}</b></p>")
     for r in cal.rows:

@@ -5,15 +5,123 @@
 
 import {
   Abstain,
+  asBool,
   BudgetExceeded,
   configuredContext,
   createTargetClient,
   defineScriptGrader,
+  FIRST_MAX_TOKENS,
   judgeRelevance,
+  judgeReplies,
+  parseJsonReply,
   ProtocolError,
+  Reading,
+  scaledNumber,
 } from '../../grader_sdk/js/index.mjs';
 
 const AGGREGATES = ['weighted', 'mean'];
+const MODES = ['per-item', 'batched'];
+
+// Batched mode, as graders/_rag_batched.py asks and reads it (docs/contextual-precision.md,
+// "Judge modes"): one call per ranked list, every node numbered, one verdict per number.
+const BATCH_RELEVANCE_SYSTEM =
+  "You grade the passages a search system returned for a user's question. For every numbered " +
+  'passage, decide on its own whether it is relevant: it carries information that helps ' +
+  'answer the question (or backs the expected answer, when one is given). Sharing a topic or ' +
+  "a keyword without helping to answer is not enough, and a passage's place in the list does " +
+  'not matter.\n' +
+  'Give exactly one verdict for every passage number, each number once, in order, as one JSON ' +
+  'object and nothing else: {"verdicts": [{"number": <passage number>, "relevant": true or ' +
+  'false, "reason": "<one short sentence>", "confidence": <0 to 1>}, ...]}';
+
+const VERDICT_ITEM = {
+  number: { type: 'integer' },
+  relevant: { type: 'boolean' },
+  reason: { type: 'string' },
+  confidence: { type: 'number' },
+};
+const RELEVANCE_BATCH_FORMAT = {
+  type: 'json_schema',
+  json_schema: {
+    name: 'relevance_verdicts',
+    strict: true,
+    schema: {
+      type: 'object',
+      properties: {
+        verdicts: {
+          type: 'array',
+          items: { type: 'object', properties: VERDICT_ITEM, required: Object.keys(VERDICT_ITEM), additionalProperties: false },
+        },
+      },
+      required: ['verdicts'],
+      additionalProperties: false,
+    },
+  },
+};
+
+function relevanceBatchRequest(query, passages, expected, target) {
+  const parts = [`<question>\n${query}\n</question>`];
+  if (expected) parts.push(`<expected_answer>\n${expected}\n</expected_answer>`);
+  parts.push(`<passages>\n${passages.map((p, i) => `[${i + 1}] ${p}`).join('\n')}\n</passages>`);
+  parts.push(`Give one verdict for each of the ${passages.length} passages.`);
+  const request = {
+    question: parts.join('\n\n'),
+    systemPrompt: BATCH_RELEVANCE_SYSTEM,
+    task: { kind: 'relevance-batch', query, passages: [...passages] },
+    temperature: 0,
+    maxTokens: FIRST_MAX_TOKENS,
+    responseFormat: RELEVANCE_BATCH_FORMAT,
+  };
+  if (target !== null && target !== undefined) request.target = target;
+  return request;
+}
+
+// One numbered entry's verdict {ok, reason, confidence}, or why it cannot be read.
+function itemVerdict(item) {
+  const raw = JSON.stringify(item);
+  const reason = typeof item.reason === 'string' ? item.reason.trim() : '';
+  const [confidence] = scaledNumber(item.confidence, 0, 1);
+  if (item.abstain === true) return { ok: null, reason: reason || 'no reason given', node: null, confidence: null, raw };
+  const ok = asBool(item.relevant);
+  if (ok === null) return `its 'relevant' is ${pyRepr(item.relevant)}, not true or false`;
+  return { ok, reason, node: null, confidence, raw };
+}
+
+// A value as Python's repr writes it, so both graders give the same reason.
+function pyRepr(value) {
+  if (value === undefined || value === null) return 'None';
+  if (typeof value === 'boolean') return value ? 'True' : 'False';
+  if (typeof value === 'string') return `'${value}'`;
+  return JSON.stringify(value);
+}
+
+function readNumbered(raw, count) {
+  const reply = parseJsonReply(raw);
+  const entries = reply && typeof reply === 'object' && !Array.isArray(reply) ? reply.verdicts : undefined;
+  if (!Array.isArray(entries)) return new Reading(null, "the reply has no 'verdicts' list", { raw });
+  const byNumber = new Map();
+  const problems = [];
+  entries.forEach((entry, i) => {
+    const number = entry && typeof entry === 'object' && !Array.isArray(entry) ? entry.number : undefined;
+    if (!Number.isInteger(number)) {
+      problems.push(`entry ${i + 1} has no integer 'number'`);
+    } else if (number < 1 || number > count) {
+      problems.push(`number ${number} is not one of 1..${count}`);
+    } else if (byNumber.has(number)) {
+      problems.push(`number ${number} is given twice`);
+    } else {
+      const verdict = itemVerdict(entry);
+      if (typeof verdict === 'string') problems.push(`number ${number}: ${verdict}`);
+      else byNumber.set(number, verdict);
+    }
+  });
+  const missing = [];
+  for (let n = 1; n <= count; n += 1) if (!byNumber.has(n)) missing.push(n);
+  if (missing.length) problems.push(`no verdict for number(s) ${missing.join(', ')}`);
+  if (problems.length) return new Reading(null, problems.slice(0, 3).join('; '), { raw, data: reply });
+  const verdicts = Array.from({ length: count }, (_, i) => byNumber.get(i + 1));
+  return new Reading(verdicts, '', { source: 'json', data: reply, raw });
+}
 
 // Abstain when the budget cannot pay for `needed` requests; a judge panel costs one call per
 // member (docs/judges.md).
@@ -142,11 +250,8 @@ await defineScriptGrader(async (input) => {
   const perToolCall = Boolean(config.per_tool_call ?? false);
   const how = String(config.aggregate ?? 'weighted');
   if (!AGGREGATES.includes(how)) throw new Error(`config.aggregate must be one of ${AGGREGATES.join(', ')}, not '${how}'`);
-  // batched mode is the Python grader's only (docs/contextual-precision.md, "Judge modes")
-  const mode = String(config.mode ?? 'per-item');
-  if (mode !== 'per-item') {
-    throw new Error(`config.mode '${mode}': this JavaScript grader judges per item only; use graders.contextual_precision for batched`);
-  }
+  const mode = config.mode ?? 'batched';
+  if (!MODES.includes(mode)) throw new Error(`config.mode must be one of ${MODES.join(', ')}, not ${pyRepr(mode)}`);
   const retrieved = config.retrieval_context !== undefined && config.retrieval_context !== null;
   if (!retrieved && !input.toolCallResults().length) {
     throw new Abstain(
@@ -168,32 +273,68 @@ await defineScriptGrader(async (input) => {
   const question = input.question.trim();
   if (!question) throw new Abstain('no question to judge relevance against (the input has no user message)');
 
+  const expected = config.include_expected ?? true ? input.expectedText() : null;
+  if (mode === 'batched') await judgeLists(input, groups, question, expected, config.judge_target ?? null);
+  else await judgeNodes(input, groups, question, expected, config.judge_target ?? undefined, total);
+  return scoreGroups(groups, perToolCall, how);
+});
+
+// Batched mode: one judge call per ranked list, every node numbered in it.
+async function judgeLists(input, groups, question, expected, target) {
+  const work = `judging ${groups.length} ranked list${groups.length > 1 ? 's' : ''} in batched mode`;
+  if (input.maxCalls !== null) checkBudget(0, input.maxCalls, 1, groups.length, work);
+  const client = createTargetClient();
+  let left = groups.length;
+  for (const group of groups) {
+    const request = relevanceBatchRequest(question, group.nodes, expected, target);
+    let reading;
+    try {
+      [reading] = await judgeReplies(client, [request], (raw) => readNumbered(raw, group.nodes.length));
+    } catch (err) {
+      if (err instanceof BudgetExceeded) budgetRefused(err, left, 1, work);
+      if (err instanceof ProtocolError) throw new Abstain(`the judge did not answer the batched request: ${err.message}`);
+      throw err;
+    }
+    if (!reading.ok) {
+      throw new Abstain(`the judge's batched verdicts for ${group.label} could not be read (${reading.explain()})`, { raw: [reading.raw] });
+    }
+    group.verdicts = reading.value;
+    checkVerdicts(group);
+    left -= 1;
+  }
+}
+
+// Per-item mode: one judge call per node, one batch per ranked list.
+async function judgeNodes(input, groups, question, expected, target, total) {
   const work = `judging ${total} retrieved nodes`;
   // the grant is fresh; a judge panel's cost shows in a refusal
   if (input.maxCalls !== null) checkBudget(0, input.maxCalls, 1, total, work);
   const client = createTargetClient();
-  const expected = config.include_expected ?? true ? input.expectedText() : null;
   let left = total;
   for (const group of groups) {
     try {
-      group.verdicts = await judgeRelevance(client, question, group.nodes, { expected, target: config.judge_target ?? undefined });
+      group.verdicts = await judgeRelevance(client, question, group.nodes, { expected, target });
     } catch (err) {
       if (err instanceof BudgetExceeded) budgetRefused(err, left, group.nodes.length, left === total ? work : `judging the ${left} retrieved nodes left`);
       if (err instanceof ProtocolError) throw new Abstain(`the judge did not answer once per node: ${err.message}`);
       throw err;
     }
     left -= group.nodes.length;
-    if (group.verdicts.length !== group.nodes.length) {
-      throw new Abstain(`the judge returned ${group.verdicts.length} verdicts for ${group.nodes.length} nodes`);
-    }
-    const unreadable = group.verdicts.map((v, i) => (v.ok === null ? i + 1 : 0)).filter(Boolean);
-    if (unreadable.length) {
-      const why = unreadable.slice(0, 3).map((i) => `node ${i}: ${group.verdicts[i - 1].reason}`).join('; ');
-      throw new Abstain(
-        `the judge's reply for node(s) ${unreadable.join(', ')} of ${group.label} could not be read (${why})`,
-        { raw: unreadable.map((i) => group.verdicts[i - 1].raw) },
-      );
-    }
+    checkVerdicts(group);
   }
-  return scoreGroups(groups, perToolCall, how);
-});
+}
+
+// Abstain unless the judge gave one readable verdict for each node of the group.
+function checkVerdicts(group) {
+  if (group.verdicts.length !== group.nodes.length) {
+    throw new Abstain(`the judge returned ${group.verdicts.length} verdicts for ${group.nodes.length} nodes`);
+  }
+  const unreadable = group.verdicts.map((v, i) => (v.ok === null ? i + 1 : 0)).filter(Boolean);
+  if (unreadable.length) {
+    const why = unreadable.slice(0, 3).map((i) => `node ${i}: ${group.verdicts[i - 1].reason}`).join('; ');
+    throw new Abstain(
+      `the judge's reply for node(s) ${unreadable.join(', ')} of ${group.label} could not be read (${why})`,
+      { raw: unreadable.map((i) => group.verdicts[i - 1].raw) },
+    );
+  }
+}

@@ -39,7 +39,7 @@ TASK_KINDS = (
     "statements",
     "similarity",
     "relevance-batch",
-    "attribution-batch",
+    "recall-batch",
 )
 
 
@@ -101,7 +101,7 @@ class LocalTarget:
             "statements": self._statements,
             "similarity": self._similarity,
             "relevance-batch": self._relevance_batch,
-            "attribution-batch": self._attribution_batch,
+            "recall-batch": self._recall_batch,
         }
 
     def _encoder(self) -> Embedder:
@@ -179,12 +179,16 @@ class LocalTarget:
             self._relevance({"query": query, "passage": p, "siblings": passages}) for p in passages
         )
 
-    def _attribution_batch(self, task: dict[str, Any]) -> dict[str, Any]:
-        """Every statement, numbered: each judged exactly as one ``attribution`` task."""
-        statements = _texts(task.get("statements"), "statements", "attribution-batch") or []
-        context = _texts(task.get("context"), "context", "attribution-batch") or []
+    def _recall_batch(self, task: dict[str, Any]) -> dict[str, Any]:
+        """The expected answer split into statements, each judged exactly as one ``attribution``
+        task: the same statements and verdicts as a ``statements`` task and then per-item
+        ``attribution`` tasks (graders/_rag_batched.py)."""
+        text = _text(task, "text", "recall-batch", empty=True)
+        context = _texts(task.get("context"), "context", "recall-batch") or []
+        statements = self._statements({"text": text})["statements"]
         return _numbered(
-            self._attribution({"statement": s, "context": context}) for s in statements
+            {"statement": s, **self._attribution({"statement": s, "context": context})}
+            for s in statements
         )
 
     def _statements(self, task: dict[str, Any]) -> dict[str, Any]:

@@ -67,14 +67,21 @@ THROTTLED = json.dumps(
 def marked_verdict(marks: list[bytes]) -> str:
     """The verdicts of the marked passages in one reply: ``relevant``/``verdict`` for a prompt
     about one passage (evalrun per item, RAGAS), ``verdicts`` for a prompt listing them all
-    (DeepEval); each reader takes its keys and ignores the rest."""
+    (DeepEval's ``verdict``, evalrun batched's ``number`` and ``relevant``); each reader takes
+    its keys and ignores the rest."""
     flags = [mark == b"rel" for mark in marks]
     return json.dumps(
         {
             "relevant": flags[0],
             "verdict": int(flags[0]),
             "verdicts": [
-                {"verdict": "yes" if flag else "no", "reason": "marked"} for flag in flags
+                {
+                    "number": number,
+                    "relevant": flag,
+                    "verdict": "yes" if flag else "no",
+                    "reason": "marked",
+                }
+                for number, flag in enumerate(flags, 1)
             ],
             "reason": "marked",
             "confidence": 0.9,

@@ -33,7 +33,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import agentv_side_model  # noqa: E402 (bench/ is not a package)
+import agentv_side_agents  # noqa: E402 (bench/ is not a package)
+import agentv_side_model  # noqa: E402
 import agentv_side_tools  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,8 +42,8 @@ COMMIT = "58f316ca2"
 FULL_COMMIT = "58f316ca24e3abcdd253efafbc240882f39dc5b0"
 CORPUS = ROOT / "tests" / "data" / "agentv_corpus" / COMMIT
 RECORDING = ROOT / "tests" / "data" / "agentv_side" / COMMIT
-#: AgentV's TypeScript graders' outputs under evalrun, kept by the ``bun`` stand-in.
-BUN_OUTPUTS = RECORDING / "bun-graders.jsonl"
+#: The agent examples' recording (docs/agents.md, "AgentV's agent examples side by side").
+AGENTS_RECORDING = RECORDING / "agents"
 #: The provider labels AgentV's example files name for a plain LLM, all served by the loopback
 #: model as the system under test; ``grader`` is the judge.
 TARGET_LABELS = ("llm", "gemini-llm", "local-openai", "github-models-contract", "default")
@@ -74,6 +75,8 @@ class CaseOutcome:
     #: the script graders' scores by name (AgentV: its ``type: script`` graders; evalrun: every
     #: grader, looked up by AgentV's names)
     scripts: dict[str, float | None] = field(default_factory=dict)
+    #: every grader's score by name (AgentV's names; the agent examples compare them all)
+    graders: dict[str, float | None] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str]:
         return (self.file, self.id)
@@ -101,26 +104,30 @@ def eval_files() -> list[str]:
     return found
 
 
-def agentv_providers_yaml() -> str:
+def agentv_providers_yaml(agents: str = "") -> str:
     """AgentV's providers file: every label on the loopback model (AgentV takes the URL and
-    key only as ``{{ env.X }}`` references)."""
+    key only as ``{{ env.X }}`` references), then ``agents``, the agent examples' providers."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    return "".join(
+    return agents + "".join(
         f"- id: openai\n  label: {label}\n  base_url: '{{{{ env.SIDE_BASE_URL }}}}'\n"
         f"  api_key: '{{{{ env.SIDE_API_KEY }}}}'\n  model: {model}\n"
         for label, model in entries
     )
 
 
-def evalrun_targets_yaml(base_url: str) -> str:
-    """evalrun's targets file: the same labels on the same loopback model."""
+def evalrun_targets_yaml(base_url: str, agents: str = "") -> str:
+    """evalrun's targets file: the same labels on the same loopback model, then ``agents``."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    return "targets:\n" + "".join(
-        f"  - name: {label}\n    kind: openai\n    model: {model}\n"
-        f"    base_url: {base_url}\n    api_key_env: SIDE_API_KEY\n"
-        for label, model in entries
+    return (
+        "targets:\n"
+        + agents
+        + "".join(
+            f"  - name: {label}\n    kind: openai\n    model: {model}\n"
+            f"    base_url: {base_url}\n    api_key_env: SIDE_API_KEY\n"
+            for label, model in entries
+        )
     )
 
 
@@ -149,23 +156,63 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
                 for s in row.get("scores") or []
                 if s.get("type") == "script"
             },
+            graders={str(s["name"]): s.get("score") for s in row.get("scores") or []},
         )
 
 
-def record(agentv_src: Path, bun: str, files: list[str]) -> None:
+@dataclass(frozen=True)
+class Recording:
+    """One set of recorded files: the LLM examples, or the agent examples (``agents``: their
+    scripted agents are added to both tools' providers, and every grader is compared)."""
+
+    folder: Path
+    agents: bool = False
+
+    @property
+    def bun_outputs(self) -> Path:
+        """AgentV's TypeScript graders' outputs under evalrun, kept by the ``bun`` stand-in."""
+        return self.folder / "bun-graders.jsonl"
+
+    def agentv_providers(self, root: Path, bun: str) -> str:
+        if not self.agents:
+            return ""
+        return "".join(e.agentv_entry(root, bun) for e in agentv_side_agents.EXAMPLES)
+
+    def evalrun_targets(self, root: Path) -> str:
+        if not self.agents:
+            return ""
+        return "".join(e.evalrun_entry(root) for e in agentv_side_agents.EXAMPLES)
+
+    def files(self) -> list[str]:
+        return [e.file for e in agentv_side_agents.EXAMPLES] if self.agents else eval_files()
+
+    def label(self, file: str) -> str | None:
+        """The provider to name on the command line, for a file that names none."""
+        example = agentv_side_agents.by_file().get(file) if self.agents else None
+        return example.label if example and example.named else None
+
+
+LLM_EXAMPLES = Recording(RECORDING)
+AGENT_EXAMPLES = Recording(AGENTS_RECORDING, agents=True)
+
+
+def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -> None:
     """Run AgentV on each file and write its per-case results as test data."""
     cli = agentv_src / "apps" / "cli" / "dist" / "cli.js"
     version = subprocess.run(
         [bun, str(cli), "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
     rows: list[dict[str, Any]] = []
+    providers_yaml = agentv_providers_yaml(recording.agentv_providers(agentv_src, bun))
     with tempfile.TemporaryDirectory() as scratch:
         providers = Path(scratch) / "providers.yaml"
-        providers.write_text(agentv_providers_yaml(), encoding="utf-8")
+        providers.write_text(providers_yaml, encoding="utf-8")
         server = agentv_side_model.start()
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         # AgentV gets the real bun (it runs on it) and the same failing uv as evalrun
-        tools = agentv_side_tools.install(Path(scratch) / "tools", "replay", store=BUN_OUTPUTS)
+        tools = agentv_side_tools.install(
+            Path(scratch) / "tools", "replay", store=recording.bun_outputs
+        )
         (tools / "bun").unlink()
         path = f"{tools}{os.pathsep}{Path(bun).parent}{os.pathsep}{os.environ['PATH']}"
         env = {**os.environ, **ENV, "SIDE_BASE_URL": base_url, "SIDE_API_KEY": API_KEY}
@@ -173,39 +220,47 @@ def record(agentv_src: Path, bun: str, files: list[str]) -> None:
         try:
             for number, file in enumerate(files):
                 out = Path(scratch) / f"run-{number}"
-                command = [bun, str(cli), "eval", "run", file, "--providers", str(providers)]
+                run_file = agentv_side_agents.agentv_copy(agentv_src, file)
+                command = [bun, str(cli), "eval", "run", run_file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
                 command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
+                label = recording.label(file)
+                command += ["--provider", label] if label else []
                 subprocess.run(command, cwd=agentv_src, env=env, capture_output=True, timeout=600)
+                if run_file != file:
+                    (agentv_src / run_file).unlink()
                 index = out / ".internal" / "index.jsonl"
                 found = list(agentv_outcomes(index, file)) if index.exists() else []
                 print(f"{file}: {len(found)} cases", file=sys.stderr)
                 rows += [case.__dict__ for case in found]
         finally:
             server.shutdown()
-    RECORDING.mkdir(parents=True, exist_ok=True)
+    recording.folder.mkdir(parents=True, exist_ok=True)
     # evalrun on AgentV's own checkout (where the TypeScript graders find AgentV's built SDK),
     # the bun stand-in keeping what each grader printed, for the replay in CI
-    BUN_OUTPUTS.unlink(missing_ok=True)
+    recording.bun_outputs.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        evalrun_outcomes(files, Path(scratch), root=agentv_src, mode="record", real_bun=bun)
+        evalrun_outcomes(
+            files, Path(scratch), recording, root=agentv_src, mode="record", real_bun=bun
+        )
     lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
-    (RECORDING / "agentv-results.jsonl").write_text(lines, encoding="utf-8")
+    (recording.folder / "agentv-results.jsonl").write_text(lines, encoding="utf-8")
     meta = {
         "agentv_commit": FULL_COMMIT,
         "agentv_version": version,
         "command": "agentv eval run FILE --providers PROVIDERS --grader-provider grader "
-        "--output DIR --workers 1 (cwd: AgentV's checkout; one run per file)",
-        "providers_yaml": agentv_providers_yaml(),
+        "--output DIR --workers 1 [--provider LABEL] (cwd: AgentV's checkout; one run per file)",
+        "providers_yaml": providers_yaml.replace(str(agentv_src), "AGENTV").replace(bun, "bun"),
         "env": ENV,
         "files": files,
     }
-    (RECORDING / "recording.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(meta, indent=2) + "\n"
+    (recording.folder / "recording.json").write_text(text, encoding="utf-8")
 
 
-def recorded() -> list[CaseOutcome]:
+def recorded(recording: Recording = LLM_EXAMPLES) -> list[CaseOutcome]:
     """AgentV's recorded cases."""
-    path = RECORDING / "agentv-results.jsonl"
+    path = recording.folder / "agentv-results.jsonl"
     return [
         CaseOutcome(**json.loads(line))
         for line in path.read_text(encoding="utf-8").splitlines()
@@ -216,6 +271,7 @@ def recorded() -> list[CaseOutcome]:
 def evalrun_outcomes(
     files: list[str],
     scratch: Path,
+    recording: Recording = LLM_EXAMPLES,
     *,
     root: Path = CORPUS,
     mode: str = "replay",
@@ -229,8 +285,12 @@ def evalrun_outcomes(
     server = agentv_side_model.start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     targets = scratch / "targets.yaml"
-    targets.write_text(evalrun_targets_yaml(base_url), encoding="utf-8")
-    tools = agentv_side_tools.install(scratch / "tools", mode, store=BUN_OUTPUTS, real_bun=real_bun)
+    targets.write_text(
+        evalrun_targets_yaml(base_url, recording.evalrun_targets(root)), encoding="utf-8"
+    )
+    tools = agentv_side_tools.install(
+        scratch / "tools", mode, store=recording.bun_outputs, real_bun=real_bun
+    )
     saved = {name: os.environ.get(name) for name in [*ENV, "SIDE_API_KEY", "PATH"]}
     os.environ.update({**ENV, "SIDE_API_KEY": API_KEY})
     os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
@@ -243,6 +303,7 @@ def evalrun_outcomes(
                     out=str(scratch / f"run-{number}"),
                     targets=str(targets),
                     judge=JUDGE_LABEL,
+                    **({"target": label} if (label := recording.label(file)) else {}),
                     no_cache=True,
                     quiet=True,
                 )
@@ -251,6 +312,7 @@ def evalrun_outcomes(
                 continue
             prompts = prompt_ids(root / file)
             for case in outcome.cases:
+                scores = {g.name: g.score for g in case.graders}
                 found.append(
                     CaseOutcome(
                         file=file,
@@ -259,7 +321,8 @@ def evalrun_outcomes(
                         score=case.score,
                         detail=f"{case.status}: "
                         + ", ".join(f"{g.name}={g.score}" for g in case.graders),
-                        scripts={g.name: g.score for g in case.graders},
+                        scripts=scores,
+                        graders=scores,
                     )
                 )
     finally:
@@ -375,11 +438,27 @@ class Comparison:
         return "\n".join(lines)
 
 
-def run_comparison(scratch: Path) -> Comparison:
-    agentv = recorded()
+def run_comparison(scratch: Path, recording: Recording = LLM_EXAMPLES) -> Comparison:
+    agentv = recorded(recording)
     files = sorted({case.file for case in agentv})
-    ours = evalrun_outcomes(files, scratch)
+    ours = evalrun_outcomes(files, scratch, recording)
     return Comparison(agentv, ours, compare(agentv, ours))
+
+
+def grader_differences(agentv: list[CaseOutcome], ours: list[CaseOutcome]) -> list[str]:
+    """Every grader of AgentV's cases whose score evalrun does not match, by AgentV's name (the
+    agent examples' comparison, grader by grader)."""
+    by_key = {case.key(): case for case in ours}
+    differing = []
+    for theirs in agentv:
+        mine = by_key.get(theirs.key())
+        for name, score in theirs.graders.items():
+            got = None if mine is None else mine.graders.get(name, "missing")
+            if not (
+                isinstance(got, float) and score is not None and abs(got - score) <= SCORE_TOLERANCE
+            ):
+                differing.append(f"{theirs.file} {theirs.id} {name}: agentv {score} evalrun {got}")
+    return differing
 
 
 def grader_check(agentv_src: Path, files: list[str]) -> list[str]:
@@ -421,19 +500,25 @@ def main() -> int:
     rec.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     rec.add_argument("--bun", default=shutil.which("bun") or "bun")
     rec.add_argument("files", nargs="*", help="corpus-relative eval files (default: all)")
-    commands.add_parser("compare", help="run evalrun and compare with the recording")
+    cmp = commands.add_parser("compare", help="run evalrun and compare with the recording")
+    for command in (rec, cmp):
+        command.add_argument("--agents", action="store_true", help="the agent examples' set")
     check = commands.add_parser("grader-check", help="evalrun grader check on AgentV's TS graders")
     check.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     args = parser.parse_args()
+    if args.command in ("record", "compare"):
+        recording = AGENT_EXAMPLES if args.agents else LLM_EXAMPLES
     if args.command == "record":
-        record(args.agentv.resolve(), args.bun, args.files or eval_files())
+        record(args.agentv.resolve(), args.bun, args.files or recording.files(), recording)
         return 0
     if args.command == "grader-check":
         print("\n".join(grader_check(args.agentv.resolve(), eval_files())))
         return 0
     with tempfile.TemporaryDirectory() as scratch:
-        comparison = run_comparison(Path(scratch))
+        comparison = run_comparison(Path(scratch), recording)
     print(comparison.report())
+    if args.agents:
+        print("\n".join(grader_differences(comparison.agentv, comparison.evalrun)))
     return 0 if comparison.meets_bar() else 1
 
 

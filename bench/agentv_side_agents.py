@@ -1,0 +1,132 @@
+"""AgentV's agent examples in the side-by-side check (docs/agents.md, "AgentV's agent examples
+side by side"): for each eval file, the provider AgentV runs it with and the ``cli`` target
+evalrun runs it with, both replaying the same recorded run.
+
+AgentV gets its examples' own scripted agents (its ``replay`` provider over the example's
+recording, or the example's ``cli`` agent); evalrun gets ``agentv_side_agent.py`` printing the
+same recording in an agent's stream format, read by that agent's transcript reader.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+AGENT = Path(__file__).resolve().parent / "agentv_side_agent.py"
+
+
+@dataclass(frozen=True)
+class AgentExample:
+    file: str
+    #: the provider label the file names (or the one passed with ``--provider``)
+    label: str
+    #: AgentV's provider entry, without its label; ``{dir}`` is the example's folder and
+    #: ``{bun}`` bun's path (AgentV's ``cli`` provider runs a login shell, which resets PATH)
+    agentv_provider: dict[str, object]
+    #: what the scripted agent replays: ``kind:path`` (path below the example's folder)
+    source: str
+    emit: str
+    #: pass the label on the command line (the file names no provider)
+    named: bool = False
+    #: suite keys AgentV runs without, each with the reason (docs/agents.md)
+    agentv_drops: tuple[str, ...] = ()
+
+    def folder(self, root: Path) -> Path:
+        return (root / self.file).parent.parent
+
+    def agentv_entry(self, root: Path, bun: str) -> str:
+        entry = {
+            key: str(value).replace("{dir}", str(self.folder(root))).replace("{bun}", bun)
+            for key, value in self.agentv_provider.items()
+        }
+        return "".join(
+            f"{'- ' if i == 0 else '  '}{key}: {json.dumps(value)}\n"
+            for i, (key, value) in enumerate({**entry, "label": self.label}.items())
+        )
+
+    def evalrun_entry(self, root: Path) -> str:
+        kind, _, where = self.source.partition(":")
+        command = [sys.executable, str(AGENT), "--eval", str(root / self.file)]
+        command += ["--source", f"{kind}:{self.folder(root) / where}", "--emit", self.emit]
+        command += ["--prompt", "{prompt}"]
+        return (
+            f"  - name: {self.label}\n    kind: cli\n    command: {json.dumps(command)}\n"
+            f"    transcript: {self.emit}\n    max_retries: 0\n"
+        )
+
+
+EXAMPLES = (
+    AgentExample(
+        file="examples/features/trajectory-assertions-advanced/evals/trace-file-demo.eval.yaml",
+        label="static_trace",
+        agentv_provider={
+            "id": "cli",
+            "command": "{bun} run ./cat-trace.ts --trace ./static-trace.json --prompt {PROMPT} "
+            "--output {OUTPUT_FILE}",
+            "cwd": "{dir}",
+        },
+        source="trace:static-trace.json",
+        emit="claude-code",
+    ),
+    AgentExample(
+        file="examples/features/copilot-transcript-replay/evals/skill-use.EVAL.yaml",
+        label="copilot-transcript-replay",
+        agentv_provider={
+            "id": "replay",
+            "transcripts": "{dir}/fixtures/copilot-transcript.jsonl",
+            "source_target": "copilot-cli",
+        },
+        source="transcripts:fixtures/copilot-transcript.jsonl",
+        emit="copilot",
+        # its beforeAll extension installs plug-ins with `npx allagents`, which the npm
+        # registry here does not have; the graders read only the transcript
+        agentv_drops=("extensions",),
+    ),
+    AgentExample(
+        file="examples/showcase/trace-evaluation/evals/coding-agent-replay.eval.yaml",
+        label="replay_coding_agent",
+        agentv_provider={
+            "id": "replay",
+            "fixtures": "{dir}/fixtures/replay-target-output.jsonl",
+            "suite": "trace-evaluation-showcase",
+            "source_target": "live_coding_agent",
+        },
+        source="fixtures:fixtures/replay-target-output.jsonl",
+        emit="claude-code",
+    ),
+    AgentExample(
+        file="examples/showcase/trace-evaluation/evals/transcript-import.eval.yaml",
+        label="replay_imported_codex_transcript",
+        agentv_provider={
+            "id": "replay",
+            "transcripts": "{dir}/fixtures/imported-codex-transcript.jsonl",
+            "source_target": "codex",
+        },
+        source="transcripts:fixtures/imported-codex-transcript.jsonl",
+        emit="claude-code",
+        named=True,
+    ),
+)
+
+
+def by_file() -> dict[str, AgentExample]:
+    return {example.file: example for example in EXAMPLES}
+
+
+def agentv_copy(root: Path, file: str) -> str:
+    """The file AgentV runs: ``file`` itself, or a copy beside it without the example's
+    ``agentv_drops`` (beside it, so its relative paths still resolve)."""
+    import yaml
+
+    example = by_file().get(file)
+    if example is None or not example.agentv_drops:
+        return file
+    source = root / file
+    document = yaml.safe_load(source.read_text(encoding="utf-8"))
+    for key in example.agentv_drops:
+        document.pop(key, None)
+    copy = source.with_name(f"side-{source.name}")
+    copy.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return copy.relative_to(root).as_posix()

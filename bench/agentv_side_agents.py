@@ -22,10 +22,13 @@ class AgentExample:
     file: str
     #: the provider label the file names (or the one passed with ``--provider``)
     label: str
-    #: AgentV's provider entry, without its label; ``{dir}`` is the example's folder and
-    #: ``{bun}`` bun's path (AgentV's ``cli`` provider runs a login shell, which resets PATH)
+    #: AgentV's provider entry, without its label; ``{dir}`` is the example's folder,
+    #: ``{recording}`` the recording's and ``{bun}`` bun's path (AgentV's ``cli`` provider runs
+    #: a login shell, which resets PATH)
     agentv_provider: dict[str, object]
-    #: what the scripted agent replays: ``kind:path`` (path below the example's folder)
+    #: what the scripted agent replays: ``kind:path`` (path below the example's folder, or
+    #: below the recording's when it starts with ``{recording}/``: runs written for this check);
+    #: ``recorded`` for an example whose agent AgentV runs live: its ``--record-replay`` fixtures
     source: str
     emit: str
     #: pass the label on the command line (the file names no provider)
@@ -34,22 +37,40 @@ class AgentExample:
     agentv_drops: tuple[str, ...] = ()
 
     def folder(self, root: Path) -> Path:
-        return (root / self.file).parent.parent
+        """The example's folder (its eval file sits in it or in its ``evals/``)."""
+        place = (root / self.file).parent
+        return place.parent if place.name == "evals" else place
 
-    def agentv_entry(self, root: Path, bun: str) -> str:
-        entry = {
-            key: str(value).replace("{dir}", str(self.folder(root))).replace("{bun}", bun)
-            for key, value in self.agentv_provider.items()
-        }
+    def agentv_entry(self, root: Path, bun: str, recording: Path) -> str:
+        places = {"{dir}": str(self.folder(root)), "{recording}": str(recording), "{bun}": bun}
+        entry = {}
+        for key, value in self.agentv_provider.items():
+            text = str(value)
+            for name, place in places.items():
+                text = text.replace(name, place)
+            entry[key] = text
         return "".join(
             f"{'- ' if i == 0 else '  '}{key}: {json.dumps(value)}\n"
             for i, (key, value) in enumerate({**entry, "label": self.label}.items())
         )
 
-    def evalrun_entry(self, root: Path) -> str:
-        kind, _, where = self.source.partition(":")
+    @property
+    def records_replay(self) -> bool:
+        return self.source == "recorded"
+
+    def replay_file(self, recording: Path) -> Path:
+        """Where AgentV's run of a live agent is recorded for evalrun's scripted agent."""
+        return recording / f"replay-{self.label}.jsonl"
+
+    def evalrun_entry(self, root: Path, recording: Path) -> str:
+        if self.records_replay:
+            source = f"fixtures:{self.replay_file(recording)}"
+        else:
+            kind, _, where = self.source.partition(":")
+            place = where.replace("{recording}", str(recording))
+            source = f"{kind}:{self.folder(root) / place}"
         command = [sys.executable, str(AGENT), "--eval", str(root / self.file)]
-        command += ["--source", f"{kind}:{self.folder(root) / where}", "--emit", self.emit]
+        command += ["--source", source, "--emit", self.emit]
         command += ["--prompt", "{prompt}"]
         return (
             f"  - name: {self.label}\n    kind: cli\n    command: {json.dumps(command)}\n"
@@ -107,6 +128,35 @@ EXAMPLES = (
         source="transcripts:fixtures/imported-codex-transcript.jsonl",
         emit="claude-code",
         named=True,
+    ),
+    AgentExample(
+        file="examples/showcase/tool-evaluation-plugins/tool-eval-demo.eval.yaml",
+        label="mock_agent",
+        agentv_provider={
+            "id": "cli",
+            "command": "{bun} run ./mock-tool-agent.ts --prompt {PROMPT} --output {OUTPUT_FILE}",
+            "cwd": "{dir}",
+        },
+        source="recorded",
+        emit="claude-code",
+    ),
+    *(
+        AgentExample(
+            file=f"examples/features/agent-skills-evals/{name}",
+            label=label,
+            agentv_provider={
+                "id": "replay",
+                "transcripts": "{recording}/transcripts/agent-skills-evals.jsonl",
+                "source_target": "scripted-agent",
+            },
+            source="transcripts:{recording}/transcripts/agent-skills-evals.jsonl",
+            emit="claude-code",
+            named=True,
+        )
+        for name, label in (
+            ("csv-analyzer.EVAL.yaml", "skills_agent_csv"),
+            ("multi-provider-skill-use.EVAL.yaml", "skills_agent_deploy"),
+        )
     ),
 )
 

@@ -20,6 +20,7 @@ every case that differs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -176,12 +177,13 @@ class Recording:
     def agentv_providers(self, root: Path, bun: str) -> str:
         if not self.agents:
             return ""
-        return "".join(e.agentv_entry(root, bun) for e in agentv_side_agents.EXAMPLES)
+        entries = agentv_side_agents.EXAMPLES
+        return "".join(e.agentv_entry(root, bun, self.folder) for e in entries)
 
     def evalrun_targets(self, root: Path) -> str:
         if not self.agents:
             return ""
-        return "".join(e.evalrun_entry(root) for e in agentv_side_agents.EXAMPLES)
+        return "".join(e.evalrun_entry(root, self.folder) for e in agentv_side_agents.EXAMPLES)
 
     def files(self) -> list[str]:
         return [e.file for e in agentv_side_agents.EXAMPLES] if self.agents else eval_files()
@@ -190,6 +192,18 @@ class Recording:
         """The provider to name on the command line, for a file that names none."""
         example = agentv_side_agents.by_file().get(file) if self.agents else None
         return example.label if example and example.named else None
+
+    def agentv_options(self, file: str) -> list[str]:
+        """AgentV's options for ``file`` beyond the common ones: its provider when the file
+        names none, and where to record a live agent's run for evalrun's scripted agent."""
+        label = self.label(file)
+        options = ["--provider", label] if label else []
+        example = agentv_side_agents.by_file().get(file) if self.agents else None
+        if example and example.records_replay:
+            fixtures = example.replay_file(self.folder)
+            fixtures.unlink(missing_ok=True)
+            options += ["--record-replay", str(fixtures)]
+        return options
 
 
 LLM_EXAMPLES = Recording(RECORDING)
@@ -203,6 +217,7 @@ def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -
         [bun, str(cli), "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
     rows: list[dict[str, Any]] = []
+    recording.folder.mkdir(parents=True, exist_ok=True)
     providers_yaml = agentv_providers_yaml(recording.agentv_providers(agentv_src, bun))
     with tempfile.TemporaryDirectory() as scratch:
         providers = Path(scratch) / "providers.yaml"
@@ -224,8 +239,7 @@ def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -
                 command = [bun, str(cli), "eval", "run", run_file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
                 command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
-                label = recording.label(file)
-                command += ["--provider", label] if label else []
+                command += recording.agentv_options(file)
                 subprocess.run(command, cwd=agentv_src, env=env, capture_output=True, timeout=600)
                 if run_file != file:
                     (agentv_src / run_file).unlink()
@@ -235,7 +249,6 @@ def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -
                 rows += [case.__dict__ for case in found]
         finally:
             server.shutdown()
-    recording.folder.mkdir(parents=True, exist_ok=True)
     # evalrun on AgentV's own checkout (where the TypeScript graders find AgentV's built SDK),
     # the bun stand-in keeping what each grader printed, for the replay in CI
     recording.bun_outputs.unlink(missing_ok=True)
@@ -268,20 +281,17 @@ def recorded(recording: Recording = LLM_EXAMPLES) -> list[CaseOutcome]:
     ]
 
 
-def evalrun_outcomes(
-    files: list[str],
+@contextlib.contextmanager
+def evalrun_setting(
     scratch: Path,
-    recording: Recording = LLM_EXAMPLES,
+    recording: Recording,
     *,
     root: Path = CORPUS,
     mode: str = "replay",
     real_bun: str | None = None,
-) -> list[CaseOutcome]:
-    """Run evalrun (its Python API, one run per file) on ``root``'s copies of ``files``, with
-    the ``uv`` and ``bun`` stand-ins first on PATH (``mode``: record or replay bun)."""
-    import evalrun
-    from evalrun.errors import UserError
-
+) -> Iterator[Path]:
+    """What evalrun runs the files in: the loopback model, the targets file (yielded), and the
+    ``uv`` and ``bun`` stand-ins first on PATH (``mode``: record or replay bun)."""
     server = agentv_side_model.start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     targets = scratch / "targets.yaml"
@@ -294,8 +304,32 @@ def evalrun_outcomes(
     saved = {name: os.environ.get(name) for name in [*ENV, "SIDE_API_KEY", "PATH"]}
     os.environ.update({**ENV, "SIDE_API_KEY": API_KEY})
     os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
-    found: list[CaseOutcome] = []
     try:
+        yield targets
+    finally:
+        server.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def evalrun_outcomes(
+    files: list[str],
+    scratch: Path,
+    recording: Recording = LLM_EXAMPLES,
+    *,
+    root: Path = CORPUS,
+    mode: str = "replay",
+    real_bun: str | None = None,
+) -> list[CaseOutcome]:
+    """Run evalrun (its Python API, one run per file) on ``root``'s copies of ``files``."""
+    import evalrun
+    from evalrun.errors import UserError
+
+    found: list[CaseOutcome] = []
+    with evalrun_setting(scratch, recording, root=root, mode=mode, real_bun=real_bun) as targets:
         for number, file in enumerate(files):
             try:
                 outcome = evalrun.run(
@@ -325,14 +359,19 @@ def evalrun_outcomes(
                         graders=scores,
                     )
                 )
-    finally:
-        server.shutdown()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     return found
+
+
+def validations(scratch: Path, recording: Recording) -> dict[str, str | list[str]]:
+    """``evalrun validate`` on each of the recording's files, in the setting they run in:
+    ``FILE: ok (...)`` or the file's problems."""
+    from evalrun.commands.run import _validate_one
+
+    with evalrun_setting(scratch, recording) as targets:
+        return {
+            file: _validate_one(CORPUS / file, recording.label(file), JUDGE_LABEL, targets)
+            for file in recording.files()
+        }
 
 
 def prompt_ids(path: Path) -> list[str]:

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,17 @@ def evalrun_targets_yaml(base_url: str, agents: str = "") -> str:
     )
 
 
+def numbered(scores: Iterable[tuple[str, float | None]]) -> dict[str, float | None]:
+    """Graders' scores by name, a name's later graders as ``name#2``, ``name#3`` (in the file's
+    order, which both tools keep), so graders of one name are compared one by one."""
+    found: dict[str, float | None] = {}
+    seen: dict[str, int] = {}
+    for name, score in scores:
+        seen[name] = seen.get(name, 0) + 1
+        found[name if seen[name] == 1 else f"{name}#{seen[name]}"] = score
+    return found
+
+
 def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
     """AgentV's cases from a run's ``index.jsonl``: passed when its status is ``ok``. AgentV
     names a test run once per prompt by the test's id alone, in prompt order (one worker):
@@ -157,7 +168,7 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
                 for s in row.get("scores") or []
                 if s.get("type") == "script"
             },
-            graders={str(s["name"]): s.get("score") for s in row.get("scores") or []},
+            graders=numbered((str(s["name"]), s.get("score")) for s in row.get("scores") or []),
         )
 
 
@@ -346,7 +357,6 @@ def evalrun_outcomes(
                 continue
             prompts = prompt_ids(root / file)
             for case in outcome.cases:
-                scores = {g.name: g.score for g in case.graders}
                 found.append(
                     CaseOutcome(
                         file=file,
@@ -355,8 +365,8 @@ def evalrun_outcomes(
                         score=case.score,
                         detail=f"{case.status}: "
                         + ", ".join(f"{g.name}={g.score}" for g in case.graders),
-                        scripts=scores,
-                        graders=scores,
+                        scripts={g.name: g.score for g in case.graders},
+                        graders=numbered((g.name, g.score) for g in case.graders),
                     )
                 )
     return found

@@ -158,6 +158,21 @@ EXAMPLES = (
             ("multi-provider-skill-use.EVAL.yaml", "skills_agent_deploy"),
         )
     ),
+    *(
+        AgentExample(
+            file=f"evals/agentv-dev/skills/{name}.eval.yaml",
+            label=f"agentv_dev_{name.replace('-', '_')}",
+            agentv_provider={
+                "id": "replay",
+                "transcripts": "{recording}/transcripts/agentv-dev-skills.jsonl",
+                "source_target": "scripted-agent",
+            },
+            source="transcripts:{recording}/transcripts/agentv-dev-skills.jsonl",
+            emit="claude-code",
+            named=True,
+        )
+        for name in ("output-correctness", "skill-invocation", "skill-selection")
+    ),
 )
 
 

@@ -489,7 +489,7 @@ class Comparison:
 
 def run_comparison(scratch: Path, recording: Recording = LLM_EXAMPLES) -> Comparison:
     agentv = recorded(recording)
-    files = sorted({case.file for case in agentv})
+    files = recording.files() if recording.agents else sorted({case.file for case in agentv})
     ours = evalrun_outcomes(files, scratch, recording)
     return Comparison(agentv, ours, compare(agentv, ours))
 

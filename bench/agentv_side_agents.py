@@ -140,6 +140,17 @@ EXAMPLES = (
         source="recorded",
         emit="claude-code",
     ),
+    AgentExample(
+        file="examples/features/latency-assertions/evals/suite.yaml",
+        label="mock_latency_agent",
+        agentv_provider={
+            "id": "cli",
+            "command": "{bun} run ./mock-latency-agent.ts --prompt {PROMPT} --output {OUTPUT_FILE}",
+            "cwd": "{dir}",
+        },
+        source="recorded",
+        emit="claude-code",
+    ),
     *(
         AgentExample(
             file=f"examples/features/agent-skills-evals/{name}",

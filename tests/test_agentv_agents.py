@@ -104,10 +104,15 @@ def documented_differences() -> set[tuple[str, str]]:
     return set(re.findall(r"^\| `([^`]+)` \| `([^`]+)` \|", _section(), re.MULTILINE))
 
 
-def documented_agreement() -> dict[str, tuple[int, int]]:
-    """Each example's "cases agreeing" figure in docs/agents.md (rows that give one)."""
-    rows = re.findall(r"^\| `([^`]+)` \| yes \| yes \| (\d+) of (\d+)", _section(), re.MULTILINE)
-    return {file: (int(agree), int(total)) for file, agree, total in rows}
+def documented_agreement() -> dict[str, tuple[int, int, int, int]]:
+    """Each example's figures in docs/agents.md (rows that give them): cases agreeing and
+    recorded, graders agreeing and recorded."""
+    rows = re.findall(
+        r"^\| `([^`]+)` \| yes \| yes \| (\d+) of (\d+)[^|]*\| (\d+) of (\d+) \|",
+        _section(),
+        re.MULTILINE,
+    )
+    return {file: tuple(int(n) for n in figures) for file, *figures in rows}  # type: ignore[misc]
 
 
 def rubrics_tests(file: str) -> set[tuple[str, str]]:
@@ -148,10 +153,19 @@ def test_every_agent_example_case_that_differs_is_documented(comparison: side.Co
 @pytest.mark.slow
 def test_the_docs_figures_are_the_comparisons(comparison: side.Comparison) -> None:
     differing = {d.agentv.key() for d in comparison.differences}
-    for file, figures in documented_agreement().items():
+    figures = documented_agreement()
+    assert len(figures) == len(side.AGENT_EXAMPLES.files()) - 1  # one file AgentV ran no case of
+    for file, documented in figures.items():
         cases = [case for case in comparison.agentv if case.file == file]
-        agree = sum(case.key() not in differing for case in cases)
-        assert (agree, len(cases)) == figures, file
+        graders = sum(len(case.graders) for case in cases)
+        differing_graders = side.grader_differences(cases, comparison.evalrun)
+        found = (
+            sum(case.key() not in differing for case in cases),
+            len(cases),
+            graders - len(differing_graders),
+            graders,
+        )
+        assert found == documented, file
 
 
 @pytest.mark.slow

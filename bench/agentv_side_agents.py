@@ -78,6 +78,32 @@ class AgentExample:
         )
 
 
+def live_cli(file: str, label: str, script: str) -> AgentExample:
+    """An example whose own TypeScript agent AgentV runs live (AgentV's ``cli`` output file),
+    its run recorded for evalrun's scripted agent."""
+    command = f"{{bun}} run ./{script} --prompt {{PROMPT}} --output {{OUTPUT_FILE}}"
+    return AgentExample(
+        file=file,
+        label=label,
+        agentv_provider={"id": "cli", "command": command, "cwd": "{dir}"},
+        source="recorded",
+        emit="claude-code",
+    )
+
+
+def written(file: str, label: str, runs: str) -> AgentExample:
+    """An example that ships no run: both tools replay runs written for this check."""
+    path = f"{{recording}}/transcripts/{runs}.jsonl"
+    return AgentExample(
+        file=file,
+        label=label,
+        agentv_provider={"id": "replay", "transcripts": path, "source_target": "scripted-agent"},
+        source=f"transcripts:{path}",
+        emit="claude-code",
+        named=True,
+    )
+
+
 EXAMPLES = (
     AgentExample(
         file="examples/features/trajectory-assertions-advanced/evals/trace-file-demo.eval.yaml",
@@ -129,58 +155,33 @@ EXAMPLES = (
         emit="claude-code",
         named=True,
     ),
-    AgentExample(
-        file="examples/showcase/tool-evaluation-plugins/tool-eval-demo.eval.yaml",
-        label="mock_agent",
-        agentv_provider={
-            "id": "cli",
-            "command": "{bun} run ./mock-tool-agent.ts --prompt {PROMPT} --output {OUTPUT_FILE}",
-            "cwd": "{dir}",
-        },
-        source="recorded",
-        emit="claude-code",
-    ),
-    AgentExample(
-        file="examples/features/latency-assertions/evals/suite.yaml",
-        label="mock_latency_agent",
-        agentv_provider={
-            "id": "cli",
-            "command": "{bun} run ./mock-latency-agent.ts --prompt {PROMPT} --output {OUTPUT_FILE}",
-            "cwd": "{dir}",
-        },
-        source="recorded",
-        emit="claude-code",
+    *(
+        live_cli(file, label, script)
+        for file, label, script in (
+            (
+                "examples/showcase/tool-evaluation-plugins/tool-eval-demo.eval.yaml",
+                "mock_agent",
+                "mock-tool-agent.ts",
+            ),
+            (
+                "examples/features/latency-assertions/evals/suite.yaml",
+                "mock_latency_agent",
+                "mock-latency-agent.ts",
+            ),
+        )
     ),
     *(
-        AgentExample(
-            file=f"examples/features/agent-skills-evals/{name}",
-            label=label,
-            agentv_provider={
-                "id": "replay",
-                "transcripts": "{recording}/transcripts/agent-skills-evals.jsonl",
-                "source_target": "scripted-agent",
-            },
-            source="transcripts:{recording}/transcripts/agent-skills-evals.jsonl",
-            emit="claude-code",
-            named=True,
-        )
+        written(f"examples/features/agent-skills-evals/{name}", label, "agent-skills-evals")
         for name, label in (
             ("csv-analyzer.EVAL.yaml", "skills_agent_csv"),
             ("multi-provider-skill-use.EVAL.yaml", "skills_agent_deploy"),
         )
     ),
     *(
-        AgentExample(
-            file=f"evals/agentv-dev/skills/{name}.eval.yaml",
-            label=f"agentv_dev_{name.replace('-', '_')}",
-            agentv_provider={
-                "id": "replay",
-                "transcripts": "{recording}/transcripts/agentv-dev-skills.jsonl",
-                "source_target": "scripted-agent",
-            },
-            source="transcripts:{recording}/transcripts/agentv-dev-skills.jsonl",
-            emit="claude-code",
-            named=True,
+        written(
+            f"evals/agentv-dev/skills/{name}.eval.yaml",
+            f"agentv_dev_{name.replace('-', '_')}",
+            "agentv-dev-skills",
         )
         for name in ("output-correctness", "skill-invocation", "skill-selection")
     ),

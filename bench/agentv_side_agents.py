@@ -10,6 +10,7 @@ printing the same recording in an agent's stream format, read by that agent's tr
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,8 +34,8 @@ class AgentExample:
     emit: str
     #: pass the label on the command line (the file names no provider)
     named: bool = False
-    #: suite keys AgentV runs without, each with the reason (docs/agents.md)
-    agentv_drops: tuple[str, ...] = ()
+    #: suite keys both tools run the file without, each with the reason (docs/agents.md)
+    drops: tuple[str, ...] = ()
 
     def folder(self, root: Path) -> Path:
         """The example's folder (its eval file sits in it or in its ``evals/``)."""
@@ -77,20 +78,29 @@ class AgentExample:
             f"    transcript: {self.emit}\n    max_retries: 0\n"
         )
 
-    def agentv_copy(self, root: Path) -> str:
-        """The file AgentV runs: the example's file itself, or a copy beside it without its
-        ``agentv_drops`` (beside it, so its relative paths still resolve)."""
+    def dropped_copy(self, root: Path) -> str:
+        """The file to run, relative to ``root``: the example's file itself, or a copy beside it
+        without its ``drops`` (beside it, so its relative paths still resolve)."""
         import yaml
 
-        if not self.agentv_drops:
+        if not self.drops:
             return self.file
         source = root / self.file
         document = yaml.safe_load(source.read_text(encoding="utf-8"))
-        for key in self.agentv_drops:
+        for key in self.drops:
             document.pop(key, None)
         copy = source.with_name(f"side-{source.name}")
         copy.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
         return copy.relative_to(root).as_posix()
+
+    def scratch_copy(self, root: Path, scratch: Path) -> Path:
+        """The file evalrun runs: ``root``'s own, or the dropped copy in a copy of the example's
+        folder under ``scratch``, so ``root`` (the corpus) is left as it is."""
+        if not self.drops:
+            return root / self.file
+        folder = self.folder(root)
+        shutil.copytree(folder, scratch / folder.relative_to(root), symlinks=True)
+        return scratch / self.dropped_copy(scratch)
 
 
 def live_cli(file: str, label: str, script: str) -> AgentExample:
@@ -144,7 +154,7 @@ EXAMPLES = (
         emit="copilot",
         # its beforeAll extension installs plug-ins with `npx allagents`, which the npm
         # registry here does not have; the graders read only the transcript
-        agentv_drops=("extensions",),
+        drops=("extensions",),
     ),
     AgentExample(
         file="examples/showcase/trace-evaluation/evals/coding-agent-replay.eval.yaml",

@@ -341,7 +341,7 @@ def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -
             for number, file in enumerate(files):
                 out = Path(scratch) / f"run-{number}"
                 example = recording.example(file)
-                run_file = example.agentv_copy(where) if example else file
+                run_file = example.dropped_copy(where) if example else file
                 command = [bun, str(cli), "eval", "run", run_file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
                 command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
@@ -441,9 +441,12 @@ def evalrun_outcomes(
     found: list[CaseOutcome] = []
     with evalrun_setting(scratch, recording, root=root, mode=mode, real_bun=real_bun) as targets:
         for number, file in enumerate(files):
+            example = recording.example(file)
+            copies = scratch / f"copy-{number}"
+            path = example.scratch_copy(root, copies) if example else root / file
             try:
                 outcome = evalrun.run(
-                    str(root / file),
+                    str(path),
                     out=str(scratch / f"run-{number}"),
                     targets=str(targets),
                     target=recording.label(file),

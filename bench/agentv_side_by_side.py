@@ -5,37 +5,39 @@ Both tools run the same files against one loopback model (``bench/agentv_side_mo
 system under test and the judge), and every case's pass/fail and score are compared.
 
     # with AgentV built from source (bun), record its results as test data:
-    python bench/agentv_side_by_side.py record --agentv /work/agentv-build/src
+    python bench/agentv_side_by_side.py record --agentv /work/agentv-build/src [--set SET]
     # evalrun against the recording (what tests/test_agentv_side_by_side.py does):
-    python bench/agentv_side_by_side.py compare
+    python bench/agentv_side_by_side.py compare [--set SET]
     # evalrun's conformance kit over AgentV's TypeScript graders (needs bun and the build):
     python bench/agentv_side_by_side.py grader-check --agentv /work/agentv-build/src
 
-``record`` writes ``tests/data/agentv_side/<commit>/agentv-results.jsonl`` (one line per
-case AgentV graded) and ``recording.json`` (the commit, AgentV's version, the command).
-``compare`` runs evalrun on the same files of ``tests/data/agentv_corpus/<commit>/`` and prints
-every case that differs. With ``--agents`` both run AgentV's workspace examples on one scripted
-agent instead (``agent-results.jsonl``; docs/agents.md, "AgentV's workspace examples side by
-side").
+``--set`` picks the recorded set (docs/eval-files.md, "Side by side with AgentV"): ``llm``
+(the default: the plain-LLM files), ``workspace`` (the workspace examples on one scripted agent)
+or ``agents`` (the agent examples, each on a replay of its recorded runs). ``record`` writes the
+set's ``agentv-results.jsonl`` (one line per case AgentV graded) and ``recording.json`` (the
+commit, AgentV's version, the command) under ``tests/data/agentv_side/<commit>/``; ``compare``
+runs evalrun on the same files of ``tests/data/agentv_corpus/<commit>/`` and prints every case
+that differs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import agentv_side_agent  # noqa: E402 (bench/ is not a package)
+import agentv_side_agents  # noqa: E402 (bench/ is not a package)
 import agentv_side_model  # noqa: E402
 import agentv_side_tools  # noqa: E402
 
@@ -44,8 +46,6 @@ COMMIT = "58f316ca2"
 FULL_COMMIT = "58f316ca24e3abcdd253efafbc240882f39dc5b0"
 CORPUS = ROOT / "tests" / "data" / "agentv_corpus" / COMMIT
 RECORDING = ROOT / "tests" / "data" / "agentv_side" / COMMIT
-#: AgentV's TypeScript graders' outputs under evalrun, kept by the ``bun`` stand-in.
-BUN_OUTPUTS = RECORDING / "bun-graders.jsonl"
 #: The provider labels AgentV's example files name for a plain LLM, all served by the loopback
 #: model as the system under test; ``grader`` is the judge.
 TARGET_LABELS = ("llm", "gemini-llm", "local-openai", "github-models-contract", "default")
@@ -63,12 +63,13 @@ API_KEY = "side-key"
 SCORE_TOLERANCE = 1e-6
 #: The share of cases that must agree (issue #34's bar).
 BAR = 0.95
-#: The label of the scripted agent (``bench/agentv_side_agent.py``) that runs AgentV's
-#: workspace examples in both tools, in place of each file's own agent.
+#: The scripted agent that runs AgentV's workspace examples in both tools, in place of each
+#: file's own agent, and its label.
+WORKSPACE_AGENT = Path(__file__).resolve().parent / "agentv_side_workspace_agent.py"
 AGENT_LABEL = "agent"
 #: AgentV's examples with a workspace (``workspace:`` or ``environment:``) and an agent target,
 #: run against the scripted agent (docs/agents.md, "AgentV's workspace examples side by side").
-AGENT_FILES = [
+WORKSPACE_FILES = (
     "evals/agentic-engineering/agent-plugin-review.eval.yaml",
     "evals/agentv-self/agentv-self.eval.yaml",
     "evals/agentv-self/pr-workflow-guard.eval.yaml",
@@ -88,28 +89,6 @@ AGENT_FILES = [
     "examples/features/workspace-shared-config/evals/regression/suite.yaml",
     "examples/showcase/bug-fix-benchmark/evals/bug-fixes.eval.yaml",
     "examples/showcase/cross-repo-sync/evals/suite.yaml",
-]
-
-
-@dataclass(frozen=True)
-class Suite:
-    """One recording: where AgentV's results and the TypeScript graders' outputs are kept, and
-    the provider label both tools run every file against (None: each file's own)."""
-
-    results: Path
-    meta: Path
-    bun_outputs: Path
-    provider: str | None
-
-
-LLM_SUITE = Suite(
-    RECORDING / "agentv-results.jsonl", RECORDING / "recording.json", BUN_OUTPUTS, None
-)
-AGENT_SUITE = Suite(
-    RECORDING / "agent-results.jsonl",
-    RECORDING / "agent-recording.json",
-    RECORDING / "bun-agent-graders.jsonl",
-    AGENT_LABEL,
 )
 
 
@@ -125,6 +104,8 @@ class CaseOutcome:
     #: the script graders' scores by name (AgentV: its ``type: script`` graders; evalrun: every
     #: grader, looked up by AgentV's names)
     scripts: dict[str, float | None] = field(default_factory=dict)
+    #: every grader's score by name (AgentV's names; the agent examples compare them all)
+    graders: dict[str, float | None] = field(default_factory=dict)
 
     def key(self) -> tuple[str, str]:
         return (self.file, self.id)
@@ -152,41 +133,42 @@ def eval_files() -> list[str]:
     return found
 
 
-def agentv_providers_yaml(suite: Suite = LLM_SUITE) -> str:
-    """AgentV's providers file: every label on the loopback model (AgentV takes the URL and
-    key only as ``{{ env.X }}`` references), and the scripted agent as a ``cli`` provider
-    writing AgentV's output file."""
+def agentv_providers_yaml(agents: str = "") -> str:
+    """AgentV's providers file: ``agents``, the set's agents, then every label on the loopback
+    model (AgentV takes the URL and key only as ``{{ env.X }}`` references)."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    text = "".join(
+    return agents + "".join(
         f"- id: openai\n  label: {label}\n  base_url: '{{{{ env.SIDE_BASE_URL }}}}'\n"
         f"  api_key: '{{{{ env.SIDE_API_KEY }}}}'\n  model: {model}\n"
         for label, model in entries
     )
-    if suite.provider is None:
-        return text
-    agent = f"{sys.executable} {agentv_side_agent.__file__}"
-    command = f"{agent} --prompt-file {{PROMPT_FILE}} --output-file {{OUTPUT_FILE}}"
-    return text + f"- id: cli\n  label: {suite.provider}\n  command: {json.dumps(command)}\n"
 
 
-def evalrun_targets_yaml(base_url: str, suite: Suite = LLM_SUITE) -> str:
-    """evalrun's targets file: the same labels on the same loopback model, and the scripted
-    agent as a ``cli`` target printing evalrun's JSONL."""
+def evalrun_targets_yaml(base_url: str, agents: str = "") -> str:
+    """evalrun's targets file: ``agents``, then the same labels on the same loopback model."""
     entries = [(label, agentv_side_model.TARGET_MODEL) for label in TARGET_LABELS]
     entries.append((JUDGE_LABEL, agentv_side_model.JUDGE_MODEL))
-    text = "targets:\n" + "".join(
-        f"  - name: {label}\n    kind: openai\n    model: {model}\n"
-        f"    base_url: {base_url}\n    api_key_env: SIDE_API_KEY\n"
-        for label, model in entries
+    return (
+        "targets:\n"
+        + agents
+        + "".join(
+            f"  - name: {label}\n    kind: openai\n    model: {model}\n"
+            f"    base_url: {base_url}\n    api_key_env: SIDE_API_KEY\n"
+            for label, model in entries
+        )
     )
-    if suite.provider is None:
-        return text
-    command = json.dumps([sys.executable, agentv_side_agent.__file__])
-    return text + (
-        f"  - name: {suite.provider}\n    kind: cli\n    command: {command}\n"
-        "    transcript: jsonl\n    max_retries: 0\n"
-    )
+
+
+def numbered(scores: Iterable[tuple[str, float | None]]) -> dict[str, float | None]:
+    """Graders' scores by name, a name's later graders as ``name#2``, ``name#3`` (in the file's
+    order, which both tools keep), so graders of one name are compared one by one."""
+    found: dict[str, float | None] = {}
+    seen: dict[str, int] = {}
+    for name, score in scores:
+        seen[name] = seen.get(name, 0) + 1
+        found[name if seen[name] == 1 else f"{name}#{seen[name]}"] = score
+    return found
 
 
 def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
@@ -216,7 +198,99 @@ def agentv_outcomes(index: Path, file: str) -> Iterator[CaseOutcome]:
                 for s in row.get("scores") or []
                 if s.get("type") == "script"
             },
+            graders=numbered((str(s["name"]), s.get("score")) for s in row.get("scores") or []),
         )
+
+
+@dataclass(frozen=True)
+class Recording:
+    """One recorded set of files (``--set``): where AgentV's results, the recording's metadata
+    and the TypeScript graders' outputs are kept, and the agents both tools run the files on."""
+
+    name: str
+    folder: Path
+    #: the set's files (None: every plain-LLM file of the corpus, ``eval_files()``)
+    listed: tuple[str, ...] | None = None
+    #: the one scripted agent every file runs on instead of its own (the workspace examples)
+    agent: str | None = None
+    #: an agent of its own for each file (the agent examples)
+    examples: tuple[agentv_side_agents.AgentExample, ...] = ()
+
+    @property
+    def results(self) -> Path:
+        return self.folder / "agentv-results.jsonl"
+
+    @property
+    def meta(self) -> Path:
+        return self.folder / "recording.json"
+
+    @property
+    def bun_outputs(self) -> Path:
+        """AgentV's TypeScript graders' outputs under evalrun, kept by the ``bun`` stand-in."""
+        return self.folder / "bun-graders.jsonl"
+
+    @property
+    def in_checkout(self) -> bool:
+        """Whether AgentV runs in a scratch checkout (``scratch_checkout``) and ``uv run`` runs
+        Python: the workspace examples' agent edits the checkout, their graders read the edit."""
+        return self.agent is not None
+
+    def files(self) -> list[str]:
+        return list(self.listed) if self.listed is not None else eval_files()
+
+    def example(self, file: str) -> agentv_side_agents.AgentExample | None:
+        return next((e for e in self.examples if e.file == file), None)
+
+    def label(self, file: str) -> str | None:
+        """The provider to name on the command line, for a file that names none, or whose own
+        agent the set replaces."""
+        example = self.example(file)
+        return self.agent or (example.label if example and example.named else None)
+
+    def agentv_providers(self, root: Path, bun: str) -> str:
+        """The set's agents as AgentV providers: the workspace agent writing AgentV's output
+        file, or each example's own agent."""
+        if self.agent is not None:
+            agent = f"{sys.executable} {WORKSPACE_AGENT}"
+            command = f"{agent} --prompt-file {{PROMPT_FILE}} --output-file {{OUTPUT_FILE}}"
+            return f"- id: cli\n  label: {self.agent}\n  command: {json.dumps(command)}\n"
+        return "".join(e.agentv_entry(root, bun, self.folder) for e in self.examples)
+
+    def evalrun_targets(self, root: Path) -> str:
+        """The set's agents as evalrun ``cli`` targets: the workspace agent printing evalrun's
+        JSONL, or each example's recorded runs replayed in its agent's stream."""
+        if self.agent is not None:
+            command = json.dumps([sys.executable, str(WORKSPACE_AGENT)])
+            return (
+                f"  - name: {self.agent}\n    kind: cli\n    command: {command}\n"
+                "    transcript: jsonl\n    max_retries: 0\n"
+            )
+        return "".join(e.evalrun_entry(root, self.folder) for e in self.examples)
+
+    def agentv_options(self, file: str) -> list[str]:
+        """AgentV's options for ``file`` beyond the common ones: its provider (``label``), and
+        where to record a live agent's run for evalrun's scripted agent."""
+        label = self.label(file)
+        options = ["--provider", label] if label else []
+        example = self.example(file)
+        if example and example.records_replay:
+            fixtures = example.replay_file(self.folder)
+            fixtures.unlink(missing_ok=True)
+            options += ["--record-replay", str(fixtures)]
+        return options
+
+
+LLM_SET = Recording("llm", RECORDING)
+WORKSPACE_SET = Recording(
+    "workspace", RECORDING / "workspace", listed=WORKSPACE_FILES, agent=AGENT_LABEL
+)
+AGENT_SET = Recording(
+    "agents",
+    RECORDING / "agents",
+    listed=tuple(e.file for e in agentv_side_agents.EXAMPLES),
+    examples=agentv_side_agents.EXAMPLES,
+)
+SETS = {recording.name: recording for recording in (LLM_SET, WORKSPACE_SET, AGENT_SET)}
 
 
 def scratch_checkout(agentv_src: Path, scratch: Path) -> Path:
@@ -237,27 +311,27 @@ def scratch_checkout(agentv_src: Path, scratch: Path) -> Path:
     return checkout
 
 
-def record(agentv_src: Path, bun: str, files: list[str], suite: Suite = LLM_SUITE) -> None:
+def record(agentv_src: Path, bun: str, files: list[str], recording: Recording) -> None:
     """Run AgentV on each file and write its per-case results as test data."""
     cli = agentv_src / "apps" / "cli" / "dist" / "cli.js"
     version = subprocess.run(
         [bun, str(cli), "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
     rows: list[dict[str, Any]] = []
+    recording.folder.mkdir(parents=True, exist_ok=True)
+    providers_yaml = agentv_providers_yaml(recording.agentv_providers(agentv_src, bun))
     with tempfile.TemporaryDirectory() as scratch:
-        where = (
-            agentv_src if suite.provider is None else scratch_checkout(agentv_src, Path(scratch))
-        )
+        where = scratch_checkout(agentv_src, Path(scratch)) if recording.in_checkout else agentv_src
         providers = Path(scratch) / "providers.yaml"
-        providers.write_text(agentv_providers_yaml(suite), encoding="utf-8")
+        providers.write_text(providers_yaml, encoding="utf-8")
         server = agentv_side_model.start()
         base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         # AgentV gets the real bun (it runs on it) and the same failing uv as evalrun
         tools = agentv_side_tools.install(
             Path(scratch) / "tools",
             "replay",
-            store=suite.bun_outputs,
-            uv_runs_python=suite.provider is not None,
+            store=recording.bun_outputs,
+            uv_runs_python=recording.in_checkout,
         )
         (tools / "bun").unlink()
         path = f"{tools}{os.pathsep}{Path(bun).parent}{os.pathsep}{os.environ['PATH']}"
@@ -266,90 +340,116 @@ def record(agentv_src: Path, bun: str, files: list[str], suite: Suite = LLM_SUIT
         try:
             for number, file in enumerate(files):
                 out = Path(scratch) / f"run-{number}"
-                command = [bun, str(cli), "eval", "run", file, "--providers", str(providers)]
+                example = recording.example(file)
+                run_file = example.dropped_copy(where) if example else file
+                command = [bun, str(cli), "eval", "run", run_file, "--providers", str(providers)]
                 command += ["--grader-provider", JUDGE_LABEL, "--output", str(out)]
                 command += ["--workers", "1"]  # index.jsonl in test order (see agentv_outcomes)
-                if suite.provider is not None:
-                    command += ["--provider", suite.provider]
+                command += recording.agentv_options(file)
                 subprocess.run(command, cwd=where, env=env, capture_output=True, timeout=600)
+                if run_file != file:
+                    (where / run_file).unlink()
                 index = out / ".internal" / "index.jsonl"
                 found = list(agentv_outcomes(index, file)) if index.exists() else []
                 print(f"{file}: {len(found)} cases", file=sys.stderr)
                 rows += [case.__dict__ for case in found]
         finally:
             server.shutdown()
-    RECORDING.mkdir(parents=True, exist_ok=True)
     # evalrun on AgentV's own checkout (where the TypeScript graders find AgentV's built SDK),
     # the bun stand-in keeping what each grader printed, for the replay in CI
-    suite.bun_outputs.unlink(missing_ok=True)
+    recording.bun_outputs.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
-        where = (
-            agentv_src if suite.provider is None else scratch_checkout(agentv_src, Path(scratch))
-        )
-        evalrun_outcomes(files, Path(scratch), root=where, mode="record", real_bun=bun, suite=suite)
+        where = scratch_checkout(agentv_src, Path(scratch)) if recording.in_checkout else agentv_src
+        evalrun_outcomes(files, Path(scratch), recording, root=where, mode="record", real_bun=bun)
     lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
-    suite.results.write_text(lines, encoding="utf-8")
+    recording.results.write_text(lines, encoding="utf-8")
+    places = {str(agentv_src): "AGENTV", str(ROOT): "EVALRUN", sys.executable: "python", bun: "bun"}
+    for place, name in places.items():
+        providers_yaml = providers_yaml.replace(place, name)
     meta = {
         "agentv_commit": FULL_COMMIT,
         "agentv_version": version,
         "command": "agentv eval run FILE --providers PROVIDERS --grader-provider grader "
-        "--output DIR --workers 1 (cwd: AgentV's checkout; one run per file)",
-        "providers_yaml": agentv_providers_yaml(suite),
+        "--output DIR --workers 1 [--provider LABEL] (cwd: AgentV's checkout; one run per file)",
+        "providers_yaml": providers_yaml,
         "env": ENV,
         "files": files,
     }
-    if suite.provider is not None:
-        meta["command"] += f" --provider {suite.provider}"
-    suite.meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    recording.meta.write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
 
-def recorded(suite: Suite = LLM_SUITE) -> list[CaseOutcome]:
+def recorded(recording: Recording = LLM_SET) -> list[CaseOutcome]:
     """AgentV's recorded cases."""
-    path = suite.results
     return [
         CaseOutcome(**json.loads(line))
-        for line in path.read_text(encoding="utf-8").splitlines()
+        for line in recording.results.read_text(encoding="utf-8").splitlines()
         if line.strip()
     ]
+
+
+@contextlib.contextmanager
+def evalrun_setting(
+    scratch: Path,
+    recording: Recording,
+    *,
+    root: Path = CORPUS,
+    mode: str = "replay",
+    real_bun: str | None = None,
+) -> Iterator[Path]:
+    """What evalrun runs the files in: the loopback model, the targets file (yielded), and the
+    ``uv`` and ``bun`` stand-ins first on PATH (``mode``: record or replay bun)."""
+    server = agentv_side_model.start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    targets = scratch / "targets.yaml"
+    targets.write_text(
+        evalrun_targets_yaml(base_url, recording.evalrun_targets(root)), encoding="utf-8"
+    )
+    tools = agentv_side_tools.install(
+        scratch / "tools",
+        mode,
+        store=recording.bun_outputs,
+        real_bun=real_bun,
+        uv_runs_python=recording.in_checkout,
+    )
+    saved = {name: os.environ.get(name) for name in [*ENV, "SIDE_API_KEY", "PATH"]}
+    os.environ.update({**ENV, "SIDE_API_KEY": API_KEY})
+    os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
+    try:
+        yield targets
+    finally:
+        server.shutdown()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def evalrun_outcomes(
     files: list[str],
     scratch: Path,
+    recording: Recording = LLM_SET,
     *,
     root: Path = CORPUS,
     mode: str = "replay",
     real_bun: str | None = None,
-    suite: Suite = LLM_SUITE,
 ) -> list[CaseOutcome]:
-    """Run evalrun (its Python API, one run per file) on ``root``'s copies of ``files``, with
-    the ``uv`` and ``bun`` stand-ins first on PATH (``mode``: record or replay bun)."""
+    """Run evalrun (its Python API, one run per file) on ``root``'s copies of ``files``."""
     import evalrun
     from evalrun.errors import UserError
 
-    server = agentv_side_model.start()
-    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    targets = scratch / "targets.yaml"
-    targets.write_text(evalrun_targets_yaml(base_url, suite), encoding="utf-8")
-    tools = agentv_side_tools.install(
-        scratch / "tools",
-        mode,
-        store=suite.bun_outputs,
-        real_bun=real_bun,
-        uv_runs_python=suite.provider is not None,
-    )
-    saved = {name: os.environ.get(name) for name in [*ENV, "SIDE_API_KEY", "PATH"]}
-    os.environ.update({**ENV, "SIDE_API_KEY": API_KEY})
-    os.environ["PATH"] = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
     found: list[CaseOutcome] = []
-    try:
+    with evalrun_setting(scratch, recording, root=root, mode=mode, real_bun=real_bun) as targets:
         for number, file in enumerate(files):
+            example = recording.example(file)
+            copies = scratch / f"copy-{number}"
+            path = example.scratch_copy(root, copies) if example else root / file
             try:
                 outcome = evalrun.run(
-                    str(root / file),
+                    str(path),
                     out=str(scratch / f"run-{number}"),
                     targets=str(targets),
-                    target=suite.provider,
+                    target=recording.label(file),
                     judge=JUDGE_LABEL,
                     no_cache=True,
                     quiet=True,
@@ -369,16 +469,22 @@ def evalrun_outcomes(
                         + ", ".join(f"{g.name}={g.score}" for g in case.graders)
                         + (f" ({case.error[:300]})" if case.error else ""),
                         scripts={g.name: g.score for g in case.graders},
+                        graders=numbered((g.name, g.score) for g in case.graders),
                     )
                 )
-    finally:
-        server.shutdown()
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     return found
+
+
+def validations(scratch: Path, recording: Recording) -> dict[str, str | list[str]]:
+    """``evalrun validate`` on each of the set's files, in the setting they run in:
+    ``FILE: ok (...)`` or the file's problems."""
+    from evalrun.commands.run import _validate_one
+
+    with evalrun_setting(scratch, recording) as targets:
+        return {
+            file: _validate_one(CORPUS / file, recording.label(file), JUDGE_LABEL, targets)
+            for file in recording.files()
+        }
 
 
 def prompt_ids(path: Path) -> list[str]:
@@ -502,11 +608,30 @@ def verdict(case: CaseOutcome) -> str:
     return f"{'pass' if case.passed else 'fail'} {score}"
 
 
-def run_comparison(scratch: Path, suite: Suite = LLM_SUITE) -> Comparison:
-    agentv = recorded(suite)
-    files = sorted({case.file for case in agentv})
-    ours = evalrun_outcomes(files, scratch, suite=suite)
+def run_comparison(scratch: Path, recording: Recording = LLM_SET) -> Comparison:
+    """evalrun on the set's files (the LLM set: those AgentV graded a case of) against AgentV's
+    recorded cases."""
+    agentv = recorded(recording)
+    listed = recording.listed
+    files = list(listed) if listed is not None else sorted({case.file for case in agentv})
+    ours = evalrun_outcomes(files, scratch, recording)
     return Comparison(agentv, ours, compare(agentv, ours))
+
+
+def grader_differences(agentv: list[CaseOutcome], ours: list[CaseOutcome]) -> list[str]:
+    """Every grader of AgentV's cases whose score evalrun does not match, by AgentV's name (the
+    agent examples' comparison, grader by grader)."""
+    by_key = {case.key(): case for case in ours}
+    differing = []
+    for theirs in agentv:
+        mine = by_key.get(theirs.key())
+        for name, score in theirs.graders.items():
+            got = None if mine is None else mine.graders.get(name, "missing")
+            if not (
+                isinstance(got, float) and score is not None and abs(got - score) <= SCORE_TOLERANCE
+            ):
+                differing.append(f"{theirs.file} {theirs.id} {name}: agentv {score} evalrun {got}")
+    return differing
 
 
 def grader_check(agentv_src: Path, files: list[str]) -> list[str]:
@@ -551,24 +676,30 @@ def main() -> int:
     cmp = commands.add_parser("compare", help="run evalrun and compare with the recording")
     for command in (rec, cmp):
         command.add_argument(
-            "--agents", action="store_true", help="the workspace examples, on the scripted agent"
+            "--set",
+            dest="recording",
+            choices=sorted(SETS),
+            default=LLM_SET.name,
+            help="llm: the plain-LLM files; workspace: the workspace examples on one scripted "
+            "agent; agents: the agent examples on their recorded runs",
         )
     check = commands.add_parser("grader-check", help="evalrun grader check on AgentV's TS graders")
     check.add_argument("--agentv", type=Path, required=True, help="AgentV's built checkout")
     args = parser.parse_args()
-    if args.command == "record":
-        suite = AGENT_SUITE if args.agents else LLM_SUITE
-        files = args.files or (AGENT_FILES if args.agents else eval_files())
-        record(args.agentv.resolve(), args.bun, files, suite)
-        return 0
     if args.command == "grader-check":
         print("\n".join(grader_check(args.agentv.resolve(), eval_files())))
         return 0
+    recording = SETS[args.recording]
+    if args.command == "record":
+        record(args.agentv.resolve(), args.bun, args.files or recording.files(), recording)
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
-        comparison = run_comparison(Path(scratch), AGENT_SUITE if args.agents else LLM_SUITE)
-    if args.agents:
+        comparison = run_comparison(Path(scratch), recording)
+    if recording.listed is not None:
         print(comparison.table())
     print(comparison.report())
+    if recording.examples:
+        print("\n".join(grader_differences(comparison.agentv, comparison.evalrun)))
     return 0 if comparison.meets_bar() else 1
 
 

@@ -66,7 +66,7 @@ def test_the_rag_fixture_scores_what_the_scripted_judge_says(runs) -> None:
     # a script grader that prints no "pass" passes at 0.8 in an AgentV file, as in AgentV
     # (docs/grader-protocol.md, "AgentV files")
     assert baikal[3] == [
-        ("contains", "passed", 1.0),
+        ("contains-Baikal", "passed", 1.0),
         ("contextual_precision", "failed", 0.5),
         ("llm-rubric", "failed", 0.25),
     ]
@@ -82,16 +82,16 @@ def test_the_checks_fixture_maps_every_assertion_type(runs) -> None:
     assert by_id["greet"][1:3] == ("passed", pytest.approx(0.8))
     assert dict((g[0], g[1]) for g in by_id["greet"][3]) == {
         "agentv_style": "passed",
-        "icontains-any": "passed",
-        "starts-with": "passed",
+        "icontains-any-2": "passed",
+        "starts-with-Hello": "passed",
         "not-contains": "passed",
         "not-icontains": "failed",
     }
     assert {g[0] for g in by_id["order-json"][3]} == {
         "agentv_style",
         "is-json",
-        "contains-all",
-        "regex",
+        "contains-all-2",
+        'regex-"order":\\s*\\d+',
     }
     assert by_id["order-json"][1] == "passed"
 
@@ -117,7 +117,8 @@ def test_current_format_maps_onto_the_models() -> None:
     assert greet.expected_output == "Hello, Ada!"
     assert greet.metadata["topic"] == "greeting"
     by_name = {g.name: g for g in greet.graders}
-    assert (by_name["starts-with"].type, by_name["starts-with"].value) == ("starts-with", "Hello")
+    hello = by_name["starts-with-Hello"]  # AgentV's name for it (docs/eval-files.md)
+    assert (hello.type, hello.value) == ("starts-with", "Hello")
     assert by_name["not-icontains"].negate and by_name["not-icontains"].type == "icontains"
     assert loaded.spec.graders[0].name == "agentv_style"
     rag = load_eval(FIXTURES / "rag-current.eval.yaml")

@@ -1,7 +1,7 @@
 """evalrun against AgentV on AgentV's workspace examples, both run on one scripted agent (issue
 #35; docs/agents.md, "AgentV's workspace examples side by side").
 
-AgentV's results were recorded by ``bench/agentv_side_by_side.py record --agents`` with AgentV
+AgentV's results were recorded by ``bench/agentv_side_by_side.py record --set workspace`` with AgentV
 built from source; CI has no bun, so this runs evalrun alone, on the corpus's copies of the
 same files with the same scripted agent and loopback model, and compares case by case.
 """
@@ -17,8 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-import agentv_side_agent as agent  # noqa: E402 (bench/ is not a package)
-import agentv_side_by_side as side  # noqa: E402
+import agentv_side_by_side as side  # noqa: E402 (bench/ is not a package)
+import agentv_side_workspace_agent as agent  # noqa: E402
 
 DOC = ROOT / "docs" / "agents.md"
 
@@ -44,7 +44,7 @@ def test_the_scripted_agent_edits_its_workspace_and_hashes_both_checkouts_alike(
 
 @pytest.fixture(scope="module")
 def comparison(tmp_path_factory: pytest.TempPathFactory) -> side.Comparison:
-    return side.run_comparison(tmp_path_factory.mktemp("side-agents"), side.AGENT_SUITE)
+    return side.run_comparison(tmp_path_factory.mktemp("side-agents"), side.WORKSPACE_SET)
 
 
 @pytest.mark.slow
@@ -52,10 +52,8 @@ def test_every_workspace_case_that_differs_from_agentv_is_documented(
     comparison: side.Comparison,
 ) -> None:
     assert len(comparison.agentv) >= 25  # the recording is there and whole
-    assert {case.file for case in comparison.evalrun} >= set(side.AGENT_FILES) - {
-        "evals/agentic-engineering/agent-plugin-review.eval.yaml",  # AgentV refuses the file
-        "examples/features/file-changes-graders/evals/suite.yaml",  # AgentV skips its one test
-    }
+    # evalrun runs every file of the set, AgentV's refused and skipped ones too
+    assert {case.file for case in comparison.evalrun} == set(side.WORKSPACE_FILES)
     differing = {d.agentv.key() for d in comparison.differences}
     assert differing == documented_differences(), comparison.report()
 

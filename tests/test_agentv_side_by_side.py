@@ -26,8 +26,6 @@ DOC = ROOT / "docs" / "eval-files.md"
 DOCUMENTED_SCRIPT_DIFFERENCES = {
     "examples/contract/evals/script-grader-contract.eval.yaml script-grader-stdin-payload "
     "script-grader-payload-contract: agentv 0 evalrun 0.875",
-    "examples/features/readme-quickstart/evals/my-eval.eval.yaml fizzbuzz script: "
-    "agentv 0 evalrun missing",
 }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from evalrun.errors import UserError
 from evalrun.spec.agentv import Notes
+from evalrun.spec.agentv_names import assertion_name
 from evalrun.yamlsource import LineMap
 
 #: Top-level and per-test keys only AgentV's current format has.
@@ -422,8 +423,8 @@ def _map_assertion(
     base_kind = kind[4:] if negate else kind
     if "metric" in grader:
         grader["name"] = grader.pop("metric")
-    elif kind not in _SAME_TYPES and kind:
-        grader.setdefault("name", kind)  # not-contains, ... stay told apart
+    elif kind:
+        grader.setdefault("name", assertion_name(kind, grader.get("value")))
     if "min_score" in grader:
         grader.setdefault("threshold", grader.pop("min_score"))
     if "value" in grader and base_kind not in ("regex", "llm-rubric"):

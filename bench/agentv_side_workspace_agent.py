@@ -11,7 +11,7 @@ judge's verdict follows the answer. The same run is printed in the stream each t
   ``{"output": [messages with tool_calls]}``, written to F;
 - without (evalrun's ``cli`` target, ``transcript: jsonl``): evalrun's JSONL on stdout.
 
-    python bench/agentv_side_agent.py [--prompt-file F] [--output-file F]  (prompt: F or stdin)
+    python bench/agentv_side_workspace_agent.py [--prompt-file F] [--output-file F]  (prompt: F or stdin)
 """
 
 from __future__ import annotations

@@ -52,14 +52,14 @@ def test_one_bundle_holds_the_3_by_2_matrix_and_the_viewer_serves_it(
     assert [c["target"] for c in summary["columns"]] == ["local", "mock"]
     assert all(c["counts"]["total"] == 3 for c in summary["columns"])
     # budgets are per cell: each cell's grader ran with its own token and 10-call budget, and
-    # spent 3 calls (one per passage), whichever target judged it
+    # spent 1 call (the batched judge mode: every passage in one), whichever target judged it
     proxies = [line["graders"][0]["proxy"] for line in lines]
-    assert all((p["max_calls"], p["calls"]) == (10, 3) for p in proxies), proxies
+    assert all((p["max_calls"], p["calls"]) == (10, 1) for p in proxies), proxies
     # each cell's judge calls are its own: the judge is each column's target
     calls = [json.loads(line) for line in (out / "judge-calls.jsonl").read_text().splitlines()]
     assert calls and all(call["column"] == call["target"] for call in calls)
     assert {call["column"] for call in calls} == {"local", "mock"}
-    assert len(calls) == 18  # 3 cases x 2 targets x 3 passages
+    assert len(calls) == 6  # 3 cases x 2 targets, one batched call each
     with sqlite3.connect(index) as db:
         ((run_id, targets),) = db.execute("SELECT id, target FROM runs").fetchall()
     assert targets == "local, mock"

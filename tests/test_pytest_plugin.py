@@ -203,3 +203,19 @@ def test_a_marked_test_is_graded_on_what_it_returns(tmp_path: Path) -> None:
     assert f"FAILED {name}::test_knows_rome" in ran.stdout
     assert "icontains: 0.000 output lacks 'Rome'" in ran.stdout
     assert len(list((tmp_path / ".evalrun" / "runs").iterdir())) == 2
+
+
+def test_the_readme_command_runs_in_this_checkout_with_its_own_pytest_config() -> None:
+    """The README's ``pytest --evalrun`` line, from the checkout's root, where pyproject's
+    ``addopts`` turn plugin autoloading off: the plugin must still be there."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0"]
+        + ["--evalrun", "evals/quality.eval.yaml", "--evalrun-target", "quality-mock"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
+    )
+    assert done.returncode == 1, done.stdout + done.stderr  # off-topic-answer fails on purpose
+    assert "1 failed, 2 passed" in done.stdout, done.stdout

@@ -141,7 +141,11 @@ def test_hedged_copies_answer_slow_calls_and_are_charged() -> None:
 
     async def main() -> tuple[list[float], dict[str, Any]]:
         async with FakeServer(SlowJudge(share=0.1, slow_s=0.5)) as server:
-            cfg = config(name="judge", model="m", base_url=server.url, price=price, hedge=hedge)
+            # a fixed timeout: on a loaded machine a derived one (1 s floor) can cut a slow
+            # answer, which is the tails rule, not hedging's (test above)
+            cfg = config(
+                name="judge", model="m", base_url=server.url, price=price, hedge=hedge, timeout=60
+            )
             managed = ManagedTarget(OpenAITarget(cfg, KEY), cfg, sleep=Sleeps())
             requests = [CompletionRequest.from_prompt(f"q{i}") for i in range(300)]
             answers = await asyncio.gather(*(managed.complete(r) for r in requests))

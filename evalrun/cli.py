@@ -252,6 +252,12 @@ def entry() -> None:
         else:  # what the interpreter does with any other exit value
             print(exc.code, file=sys.stderr)
             code = 1
+    except Exception as exc:  # noqa: BLE001 (re-raised unless a Ctrl-C caused it)
+        # Python 3.11 wraps an exception raised in ``__set_name__`` (a pydantic model's fields,
+        # while a command's module loads) in a RuntimeError whose cause is the interrupt
+        if not _by_ctrl_c(exc):
+            raise
+        code = say_interrupted()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -261,9 +267,10 @@ def entry() -> None:
     os._exit(code)
 
 
-def _by_ctrl_c(exc: SystemExit) -> bool:
-    """typer ends a command that a KeyboardInterrupt stopped with a silent exit 130: the
-    interrupt is in the exit's cause or context (one a command printed and suppressed is not)."""
+def _by_ctrl_c(exc: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is in the exception's cause or context (one a command printed
+    and suppressed is not): typer ends a command that one stopped with a silent exit 130, and
+    Python wraps one raised while a class is made."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, KeyboardInterrupt):

@@ -111,3 +111,18 @@ def _interrupt(
     assert said, "a Ctrl-C must say what happened"
     if before_command:
         assert said == ["evalrun: interrupted"]
+
+
+def test_an_interrupt_wrapped_while_a_class_is_made_counts_as_a_ctrl_c() -> None:
+    """Python 3.11 wraps an exception raised in ``__set_name__`` (a pydantic model's fields, as
+    a command's module loads) in a RuntimeError: CI saw such a Ctrl-C end with a traceback."""
+    from evalrun.cli import _by_ctrl_c
+
+    class Field:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    with pytest.raises(BaseException) as caught:  # noqa: PT011 (RuntimeError on 3.11 only)
+        type("Settings", (), {"field": Field()})
+    assert _by_ctrl_c(caught.value)
+    assert not _by_ctrl_c(RuntimeError("no interrupt"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-Notes = list[tuple[tuple[Any, ...], str]]
+from evalrun.spec.agentv import Notes
 
 _BEFORE = ("beforeAll", "beforeEach")
 _AFTER = ("afterEach", "afterAll")

@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.spec.agentv import Notes
 from evalrun.spec.agentv_extras import AgentVProblem
 from evalrun.spec.kinds import ALIASES, KINDS
 from evalrun.yamlsource import LineMap
-
-#: (key path, message) pairs: keys that load but change nothing in a run.
-Notes = list[tuple[tuple[Any, ...], str]]
 
 #: AgentV's custom assertions: ``.agentv/assertions/<type>.<ext>`` in the eval file's folder or
 #: any folder above it, run as ``bun run FILE``, a script grader (docs/eval-files.md).

@@ -14,11 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalrun.spec.agentv import Notes
 from evalrun.spec.agentv_extensions import map_extensions
 from evalrun.spec.agentv_extras import AgentVProblem
 from evalrun.yamlsource import LineMap, SourceError, load_yaml_with_lines
-
-Notes = list[tuple[tuple[Any, ...], str]]
 
 #: keys only AgentV's ``workspace:`` has: with any of them, a repo entry with ``repo`` (evalrun's
 #: say ``source``), or as a file path, the value is AgentV's spelling, else evalrun's own (the

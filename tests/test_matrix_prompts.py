@@ -20,6 +20,7 @@ from evalrun.reporters.merge import MergeError, merge_bundles
 from evalrun.results.index import IndexedRun, list_runs, record
 from evalrun.results.reader import read_case_results
 from evalrun.session import EvalError
+from evalrun.spec.loader import EvalFileError, load_eval
 from tests.conftest import read_bundle, run_cli
 from tests.test_matrix import project as matrix_project
 from tests.test_matrix import run
@@ -144,6 +145,29 @@ def test_a_test_id_is_unique_per_prompt_variant(tmp_path: Path) -> None:
         run(path, tmp_path / "o", "paris-bot")
     assert f"{path}:9: tests[3].id: duplicate test id 'spain' for prompt 'terse' (first used" in (
         str(caught.value)
+    )
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_repeated_id_with_a_prompt_on_one_side_only_is_no_variant(
+    tmp_path: Path, streamed: bool
+) -> None:
+    """Before variants, a repeated id was refused; a prompt on one of the two must not turn a
+    mistake into a silent second column (the file's tests, and a .jsonl tests file)."""
+    rows = ['{"id": "a", "input": "go"}', '{"id": "a", "input": "again", "prompt": "terse"}']
+    if streamed:
+        (tmp_path / "cases.jsonl").write_text("\n".join(rows) + "\n")
+        tests, where = "tests: cases.jsonl\n", f"{tmp_path / 'cases.jsonl'}:2"
+    else:
+        tests, where = f"tests:\n  - {rows[0]}\n  - {rows[1]}\n", f"{tmp_path / 'e.eval.yaml'}:4"
+    path = tmp_path / "e.eval.yaml"
+    path.write_text("graders: [{type: contains, value: x}]\n" + tests)
+    with pytest.raises(EvalFileError) as caught:
+        load_eval(path)
+    assert str(caught.value) == (
+        f"{where}: tests[1].id: duplicate test id 'a' for prompt 'terse' (first used on "
+        f"{'line 1' if streamed else 'line 3'}); tests that share an id are prompt variants, "
+        "and each names its prompt"
     )
 
 

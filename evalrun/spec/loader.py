@@ -232,19 +232,18 @@ def _check_unique_ids(
 ) -> None:
     """Duplicate ids are reported at the duplicate, with the line of the first one; prompt
     variants of a test share its id, each variant once."""
-    first: dict[tuple[str, str | None], int] = {}
+    seen: dict[str, dict[str | None, int]] = {}
     problems = []
     for i, case in enumerate(cases):
-        key = (case.id, case.prompt)
-        if key not in first:
-            first[key] = i
+        clash = _clash(seen, case, i)
+        if clash is None:
             continue
         loc = (*prefix, i, "id")
-        earlier = line_for(lines, (*prefix, first[key], "id"))
+        earlier = line_for(lines, (*prefix, clash[0], "id"))
         problems.append(
             f"{path}:{line_for(lines, loc) or '?'}: {format_loc(('tests', i, 'id'))}: "
             f"duplicate test id '{case.id}'{_variant(case)} (first used on line {earlier}); "
-            "ids must be unique"
+            f"{clash[1]}"
         )
     if problems:
         raise EvalFileError("\n".join(problems))
@@ -335,7 +334,7 @@ def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
                 problems.append(problem)
                 hashes.append(0)
                 continue
-            hashes.append(hash((case.id, case.prompt)))
+            hashes.append(hash(case.id))  # variants share an id: checked exactly below
             if case.prompt is not None:
                 prompts.setdefault(case.prompt)
     except SourceError as exc:
@@ -348,6 +347,26 @@ def _check_streamed(source: Rows) -> tuple[StreamedCases, JsonlLines]:
     return StreamedCases(source, len(hashes), list(prompts)), JsonlLines(numbers)
 
 
+#: the rule the id checks report; with a prompt on one side only, what variants need
+UNIQUE_IDS = "ids must be unique"
+MIXED_IDS = "tests that share an id are prompt variants, and each names its prompt"
+
+
+def _clash(
+    seen: dict[str, dict[str | None, int]], case: TestCase, where: int
+) -> tuple[int, str] | None:
+    """Where an earlier test took ``case``'s place and the rule broken, else None (``case`` is
+    recorded): the same id and prompt, or the same id with a prompt on one side only, where a
+    repeated id would otherwise read as a variant (docs/eval-files.md, "Prompt variants")."""
+    variants = seen.setdefault(case.id, {})
+    if case.prompt in variants:
+        return variants[case.prompt], UNIQUE_IDS
+    if variants and (case.prompt is None or None in variants):
+        return next(iter(variants.values())), MIXED_IDS
+    variants[case.prompt] = where
+    return None
+
+
 def _variant(case: TestCase) -> str:
     return f" for prompt '{case.prompt}'" if case.prompt is not None else ""
 
@@ -355,19 +374,18 @@ def _variant(case: TestCase) -> str:
 def _check_unique_streamed_ids(source: Rows, hashes: set[int]) -> None:
     """The exact check of the tests whose id hash is in ``hashes`` (the same report as
     :func:`_check_unique_ids`; a streamed test's keys are all at its position)."""
-    first: dict[tuple[str, str | None], int] = {}
+    seen: dict[str, dict[str | None, int]] = {}
     problems = []
     for index, (position, item) in enumerate(source.rows()):
         case, _ = _row_case(source, index, position, item)
-        if case is None or hash(key := (case.id, case.prompt)) not in hashes:
+        if case is None or hash(case.id) not in hashes:
             continue
-        if key not in first:
-            first[key] = position
+        clash = _clash(seen, case, position)
+        if clash is None:
             continue
         problem = (
             f"{source.at(position)}: {format_loc(('tests', index, 'id'))}: duplicate test id "
-            f"'{case.id}'{_variant(case)} (first used on {source.place(first[key])}); ids must "
-            "be unique"
+            f"'{case.id}'{_variant(case)} (first used on {source.place(clash[0])}); {clash[1]}"
         )
         problems.append(name_columns(problem, source.columns, index))
     if problems:
